@@ -37,7 +37,11 @@ const pins = readJson(join(tools, "package.json")).dependencies
 const current = Object.entries(pins).every(([name, version]) => installedVersion(name) === version)
 if (!current || !existsSync(join(bin, "node"))) {
   console.error(`kassa: installing Node.js ${pins.node} and pnpm ${pins.pnpm} into tools/ (once)`)
-  must("npm", ["ci", "--prefix", tools, "--no-audit", "--no-fund", "--loglevel=error"], { shell: process.platform === "win32" })
+  // `npm install` rather than `npm ci`: pnpm lists optional binaries for every platform, and a registry
+  // mirror that lacks some of them leaves them out of the lock file, which `npm ci` refuses.
+  must("npm", ["install", "--prefix", tools, "--no-save", "--no-audit", "--no-fund", "--loglevel=error"], {
+    shell: process.platform === "win32"
+  })
 }
 
 const env = {
@@ -80,7 +84,8 @@ const clearReports = () => {
   for (const group of ["packages", "examples"]) {
     const groupDir = join(root, group)
     if (!existsSync(groupDir)) continue
-    for (const name of readdirSync(groupDir)) rmSync(join(groupDir, name, "test-results"), { recursive: true, force: true })
+    for (const name of readdirSync(groupDir))
+      rmSync(join(groupDir, name, "test-results"), { recursive: true, force: true })
   }
 }
 

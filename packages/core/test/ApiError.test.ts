@@ -51,7 +51,10 @@ describe("toWire", () => {
       [new ApiError.PaymentNotCancellable({ message: "m", status: "paid" }), { status: "paid" }],
       [new ApiError.PaymentNotRefundable({ message: "m", status: "pending" }), { status: "pending" }],
       [new ApiError.PaymentNotPending({ message: "m", status: "expired" }), { status: "expired" }],
-      [new ApiError.ValidationFailed({ message: "m", fields: { amount: ["is required"] } }), { fields: { amount: ["is required"] } }],
+      [
+        new ApiError.ValidationFailed({ message: "m", fields: { amount: ["is required"] } }),
+        { fields: { amount: ["is required"] } }
+      ],
       [new ApiError.AmountBelowMinimum({ message: "m", min_amount: 100 }), { min_amount: 100 }],
       [new ApiError.AmountAboveMaximum({ message: "m", max_amount: 9 }), { max_amount: 9 }],
       [new ApiError.RefundAmountExceedsRefundable({ message: "m", refundable_amount: 0 }), { refundable_amount: 0 }],

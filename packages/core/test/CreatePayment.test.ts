@@ -83,13 +83,13 @@ describe("validation_failed", () => {
       "order_reference",
       "return_url"
     ])
-    assert.deepStrictEqual(fields["colour"], ["is not a known field"])
+    assert.deepStrictEqual(fields.colour, ["is not a known field"])
   })
 
   it("requires amount and order_reference", () => {
     const fields = fieldsOf({})
-    assert.deepStrictEqual(fields["amount"], ["is required"])
-    assert.deepStrictEqual(fields["order_reference"], ["is required"])
+    assert.deepStrictEqual(fields.amount, ["is required"])
+    assert.deepStrictEqual(fields.order_reference, ["is required"])
   })
 
   it.each([0, -5, 2 ** 53, "100", null, 1.5])("amount %s is invalid", (amount) => {
@@ -167,14 +167,23 @@ describe("amount bounds", () => {
 describe("return_url", () => {
   it("another host gives return_url_not_allowed", () => {
     assert.strictEqual(failure({ ...valid, return_url: "https://evil.example/x" })._tag, "ReturnUrlNotAllowed")
-    assert.strictEqual(failure({ ...valid, return_url: "https://shop.example.evil.example/" })._tag, "ReturnUrlNotAllowed")
+    assert.strictEqual(
+      failure({ ...valid, return_url: "https://shop.example.evil.example/" })._tag,
+      "ReturnUrlNotAllowed"
+    )
   })
   it("the host compares case-insensitively, on any port when none is registered", () => {
-    assert.strictEqual(success({ ...valid, return_url: "http://Shop.Example:8080/x" }).return_url, "http://Shop.Example:8080/x")
+    assert.strictEqual(
+      success({ ...valid, return_url: "http://Shop.Example:8080/x" }).return_url,
+      "http://Shop.Example:8080/x"
+    )
   })
   it("a registered port must match", () => {
     const app = { ...settings, return_url_host: "shop.example:8443" }
-    assert.strictEqual(success({ ...valid, return_url: "https://shop.example:8443/r" }, app).return_url, "https://shop.example:8443/r")
+    assert.strictEqual(
+      success({ ...valid, return_url: "https://shop.example:8443/r" }, app).return_url,
+      "https://shop.example:8443/r"
+    )
     assert.strictEqual(failure({ ...valid, return_url: "https://shop.example/r" }, app)._tag, "ReturnUrlNotAllowed")
   })
   it("without a registered host no return_url is allowed, but omitting it is fine", () => {

@@ -73,9 +73,13 @@ describe("cancel (rule 1)", () => {
   })
 
   it("refunded and partially refunded payments are not cancellable", () => {
-    const partial = ok(PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), amount: 1, reason: null, now: later(2) }))
+    const partial = ok(
+      PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), amount: 1, reason: null, now: later(2) })
+    )
     assert.strictEqual(err(PaymentStateMachine.cancel(partial.payment)).status, "partially_refunded")
-    const whole = ok(PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), reason: null, now: later(2) }))
+    const whole = ok(
+      PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), reason: null, now: later(2) })
+    )
     assert.strictEqual(err(PaymentStateMachine.cancel(whole.payment)).status, "refunded")
   })
 })
@@ -109,12 +113,15 @@ describe("settle (simulator and checkout)", () => {
     assert.isNull(transition.payment.payer)
   })
 
-  it.each(["paid", "failed", "expired"] as const)("a payment that is not pending gets payment_not_pending (%s)", (outcome) => {
-    const paid = paidPayment()
-    const error = err(PaymentStateMachine.settle(paid, outcome, { now: later(5) }))
-    assert.strictEqual(error._tag, "PaymentNotPending")
-    assert.strictEqual(error.status, "paid")
-  })
+  it.each(["paid", "failed", "expired"] as const)(
+    "a payment that is not pending gets payment_not_pending (%s)",
+    (outcome) => {
+      const paid = paidPayment()
+      const error = err(PaymentStateMachine.settle(paid, outcome, { now: later(5) }))
+      assert.strictEqual(error._tag, "PaymentNotPending")
+      assert.strictEqual(error.status, "paid")
+    }
+  )
 })
 
 describe("lazy expiry (observe)", () => {
@@ -141,7 +148,12 @@ describe("lazy expiry (observe)", () => {
 describe("refunds", () => {
   it("a test partial refund succeeds at once: partially_refunded, payment.partially_refunded", () => {
     const transition = ok(
-      PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), amount: 2500, reason: "damaged", now: later(3) })
+      PaymentStateMachine.requestRefund(paidPayment(), {
+        refundId: refundId(),
+        amount: 2500,
+        reason: "damaged",
+        now: later(3)
+      })
     )
     assert.strictEqual(transition.payment.status, "partially_refunded")
     assert.strictEqual(transition.payment.refunded_amount, 2500)
@@ -156,7 +168,9 @@ describe("refunds", () => {
     let payment = paidPayment({ amount: 3000 })
     const events: Array<string> = []
     for (const amount of [1000, 1000, 1000]) {
-      const transition = ok(PaymentStateMachine.requestRefund(payment, { refundId: refundId(), amount, reason: null, now: later(4) }))
+      const transition = ok(
+        PaymentStateMachine.requestRefund(payment, { refundId: refundId(), amount, reason: null, now: later(4) })
+      )
       payment = transition.payment
       events.push(...transition.events)
     }
@@ -170,7 +184,9 @@ describe("refunds", () => {
   })
 
   it("the default amount is everything refundable: refunded, payment.refunded", () => {
-    const transition = ok(PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), reason: null, now: later(3) }))
+    const transition = ok(
+      PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), reason: null, now: later(3) })
+    )
     assert.strictEqual(transition.payment.status, "refunded")
     assert.strictEqual(transition.payment.refunded_amount, 10_000)
     assert.deepStrictEqual(transition.events, ["payment.refunded"])
@@ -178,7 +194,12 @@ describe("refunds", () => {
 
   it("a live refund request is pending, sends no event and leaves the status (rule 4)", () => {
     const transition = ok(
-      PaymentStateMachine.requestRefund(paidPayment({ mode: "live" }), { refundId: refundId(), amount: 400, reason: null, now: later(3) })
+      PaymentStateMachine.requestRefund(paidPayment({ mode: "live" }), {
+        refundId: refundId(),
+        amount: 400,
+        reason: null,
+        now: later(3)
+      })
     )
     assert.strictEqual(transition.payment.status, "paid")
     assert.strictEqual(transition.payment.refunded_amount, 0)
@@ -192,8 +213,17 @@ describe("refunds", () => {
     const live = paidPayment({ mode: "live" })
     const first = refundId()
     const second = refundId()
-    const requested = ok(PaymentStateMachine.requestRefund(live, { refundId: first, amount: 400, reason: null, now: later(3) }))
-    const both = ok(PaymentStateMachine.requestRefund(requested.payment, { refundId: second, amount: 9600, reason: null, now: later(3) }))
+    const requested = ok(
+      PaymentStateMachine.requestRefund(live, { refundId: first, amount: 400, reason: null, now: later(3) })
+    )
+    const both = ok(
+      PaymentStateMachine.requestRefund(requested.payment, {
+        refundId: second,
+        amount: 9600,
+        reason: null,
+        now: later(3)
+      })
+    )
     assert.strictEqual(refundableAmount(both.payment), 0)
 
     const confirmed = ok(PaymentStateMachine.resolveRefund(both.payment, first, "succeeded", later(60)))
@@ -206,31 +236,62 @@ describe("refunds", () => {
     assert.strictEqual(failed.payment.status, "partially_refunded")
     assert.strictEqual(refundableAmount(failed.payment), 9600)
 
-    assert.strictEqual(err(PaymentStateMachine.resolveRefund(failed.payment, second, "succeeded", later(62)))._tag, "RefundNotPending")
+    assert.strictEqual(
+      err(PaymentStateMachine.resolveRefund(failed.payment, second, "succeeded", later(62)))._tag,
+      "RefundNotPending"
+    )
   })
 
-  it.each(["pending", "failed", "cancelled", "expired"] as const)("a %s payment is not refundable (rule 2)", (status) => {
-    const base = pendingPayment()
-    const payment: Payment =
-      status === "pending"
-        ? base
-        : status === "cancelled"
-          ? ok(PaymentStateMachine.cancel(base)).payment
-          : ok(PaymentStateMachine.settle(base, status, { now: later(1) })).payment
-    const error = err(PaymentStateMachine.requestRefund(payment, { refundId: refundId(), amount: 100, reason: null, now: later(2) }))
-    assert.strictEqual(error._tag, "PaymentNotRefundable")
-    assert.strictEqual(error._tag === "PaymentNotRefundable" ? error.status : null, status)
-  })
+  it.each(["pending", "failed", "cancelled", "expired"] as const)(
+    "a %s payment is not refundable (rule 2)",
+    (status) => {
+      const base = pendingPayment()
+      const payment: Payment =
+        status === "pending"
+          ? base
+          : status === "cancelled"
+            ? ok(PaymentStateMachine.cancel(base)).payment
+            : ok(PaymentStateMachine.settle(base, status, { now: later(1) })).payment
+      const error = err(
+        PaymentStateMachine.requestRefund(payment, { refundId: refundId(), amount: 100, reason: null, now: later(2) })
+      )
+      assert.strictEqual(error._tag, "PaymentNotRefundable")
+      assert.strictEqual(error._tag === "PaymentNotRefundable" ? error.status : null, status)
+    }
+  )
 
   it("a refunded payment is not refundable", () => {
-    const refunded = ok(PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), reason: null, now: later(2) }))
-    const error = err(PaymentStateMachine.requestRefund(refunded.payment, { refundId: refundId(), amount: 1, reason: null, now: later(3) }))
+    const refunded = ok(
+      PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), reason: null, now: later(2) })
+    )
+    const error = err(
+      PaymentStateMachine.requestRefund(refunded.payment, {
+        refundId: refundId(),
+        amount: 1,
+        reason: null,
+        now: later(3)
+      })
+    )
     assert.strictEqual(error._tag, "PaymentNotRefundable")
   })
 
   it("more than the refundable amount gives refund_amount_exceeds_refundable with refundable_amount (rule 3)", () => {
-    const partial = ok(PaymentStateMachine.requestRefund(paidPayment(), { refundId: refundId(), amount: 7000, reason: null, now: later(2) }))
-    const error = err(PaymentStateMachine.requestRefund(partial.payment, { refundId: refundId(), amount: 3001, reason: null, now: later(3) }))
+    const partial = ok(
+      PaymentStateMachine.requestRefund(paidPayment(), {
+        refundId: refundId(),
+        amount: 7000,
+        reason: null,
+        now: later(2)
+      })
+    )
+    const error = err(
+      PaymentStateMachine.requestRefund(partial.payment, {
+        refundId: refundId(),
+        amount: 3001,
+        reason: null,
+        now: later(3)
+      })
+    )
     assert.strictEqual(error._tag, "RefundAmountExceedsRefundable")
     assert.strictEqual(error._tag === "RefundAmountExceedsRefundable" ? error.refundable_amount : null, 3000)
   })
@@ -248,8 +309,14 @@ type Op =
 const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
   fc.constant({ kind: "cancel" as const }),
   fc.constantFrom("paid", "failed", "expired").map((outcome) => ({ kind: "settle" as const, outcome })),
-  fc.option(fc.integer({ min: 1, max: 12_000 }), { nil: undefined }).map((amount) => ({ kind: "refund" as const, amount })),
-  fc.record({ kind: fc.constant("resolve" as const), index: fc.nat(5), result: fc.constantFrom("succeeded", "failed") as fc.Arbitrary<"succeeded" | "failed"> }),
+  fc
+    .option(fc.integer({ min: 1, max: 12_000 }), { nil: undefined })
+    .map((amount) => ({ kind: "refund" as const, amount })),
+  fc.record({
+    kind: fc.constant("resolve" as const),
+    index: fc.nat(5),
+    result: fc.constantFrom("succeeded", "failed") as fc.Arbitrary<"succeeded" | "failed">
+  }),
   fc.integer({ min: 0, max: 120 }).map((minutes) => ({ kind: "observe" as const, minutes }))
 )
 
@@ -261,10 +328,14 @@ const apply = (payment: Payment, op: Op, step: number): PaymentStateMachine.Tran
     case "settle":
       return Result.getOrNull(PaymentStateMachine.settle(payment, op.outcome, { now }))
     case "refund":
-      return Result.getOrNull(PaymentStateMachine.requestRefund(payment, { refundId: refundId(), amount: op.amount, reason: null, now }))
+      return Result.getOrNull(
+        PaymentStateMachine.requestRefund(payment, { refundId: refundId(), amount: op.amount, reason: null, now })
+      )
     case "resolve": {
       const refund = payment.refunds[op.index]
-      return refund === undefined ? null : Result.getOrNull(PaymentStateMachine.resolveRefund(payment, refund.id, op.result, now))
+      return refund === undefined
+        ? null
+        : Result.getOrNull(PaymentStateMachine.resolveRefund(payment, refund.id, op.result, now))
     }
     case "observe":
       return PaymentStateMachine.observe(payment, DateTime.add(t0, { minutes: op.minutes }))
@@ -300,7 +371,8 @@ describe("invariants (property)", () => {
             if (terminalStatuses.has(before)) assert.strictEqual(after.status, before)
             if (before === "paid") assert.notStrictEqual(after.status, "cancelled")
             // Each change sends exactly the event of its new status, and no change sends none.
-            if (after.status !== before) assert.deepStrictEqual<ReadonlyArray<unknown>>(transition.events, [eventForStatus(after.status)])
+            if (after.status !== before)
+              assert.deepStrictEqual<ReadonlyArray<unknown>>(transition.events, [eventForStatus(after.status)])
             else if (after.status === "partially_refunded" && after.refunded_amount > payment.refunded_amount)
               assert.deepStrictEqual(transition.events, ["payment.partially_refunded"])
             else assert.deepStrictEqual(transition.events, [])

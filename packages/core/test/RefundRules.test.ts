@@ -24,18 +24,26 @@ describe("check order of the API refund (decisions §1)", () => {
     assert.strictEqual(failureTag(result), "PaymentNotRefundable")
   })
   it("then refund_amount_exceeds_refundable", () => {
-    assert.strictEqual(failureTag(RefundRules.checkApiRefund(paidPayment(), "test", 10_001, docsUrl)), "RefundAmountExceedsRefundable")
+    assert.strictEqual(
+      failureTag(RefundRules.checkApiRefund(paidPayment(), "test", 10_001, docsUrl)),
+      "RefundAmountExceedsRefundable"
+    )
   })
   it("a test key may refund up to the refundable amount; the default is all of it", () => {
     assert.deepStrictEqual(RefundRules.checkApiRefund(paidPayment(), "test", 10_000, docsUrl), Result.succeed(10_000))
-    assert.deepStrictEqual(RefundRules.checkApiRefund(paidPayment(), "test", undefined, docsUrl), Result.succeed(10_000))
+    assert.deepStrictEqual(
+      RefundRules.checkApiRefund(paidPayment(), "test", undefined, docsUrl),
+      Result.succeed(10_000)
+    )
   })
 })
 
 describe("refundable amount", () => {
   it("is amount − succeeded − pending", () => {
     const live = paidPayment({ mode: "live", amount: 1000 })
-    const pending = Result.getOrThrow(PaymentStateMachine.requestRefund(live, { refundId: refundId(), amount: 300, reason: null, now: t0 }))
+    const pending = Result.getOrThrow(
+      PaymentStateMachine.requestRefund(live, { refundId: refundId(), amount: 300, reason: null, now: t0 })
+    )
     assert.strictEqual(RefundRules.refundableAmount(pending.payment), 700)
     const id = pending.payment.refunds[0]?.id
     if (id === undefined) throw new Error("refund expected")
@@ -46,7 +54,9 @@ describe("refundable amount", () => {
 
   it("nothing left to refund: the default amount is refused with refundable_amount 0", () => {
     const live = paidPayment({ mode: "live", amount: 1000 })
-    const reserved = Result.getOrThrow(PaymentStateMachine.requestRefund(live, { refundId: refundId(), reason: null, now: t0 }))
+    const reserved = Result.getOrThrow(
+      PaymentStateMachine.requestRefund(live, { refundId: refundId(), reason: null, now: t0 })
+    )
     const result = RefundRules.refundAmount(reserved.payment, undefined)
     assert.strictEqual(failureTag(result), "RefundAmountExceedsRefundable")
     if (Result.isFailure(result) && result.failure._tag === "RefundAmountExceedsRefundable") {
@@ -56,16 +66,25 @@ describe("refundable amount", () => {
 
   it("any sequence of refund requests never reserves more than the amount (property)", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 100_000 }), fc.array(fc.option(fc.integer({ min: 1, max: 100_000 }), { nil: undefined })), (amount, requests) => {
-        let payment = paidPayment({ mode: "live", amount })
-        for (const requested of requests) {
-          const result = PaymentStateMachine.requestRefund(payment, { refundId: refundId(), amount: requested, reason: null, now: t0 })
-          if (Result.isSuccess(result)) payment = result.success.payment
+      fc.property(
+        fc.integer({ min: 1, max: 100_000 }),
+        fc.array(fc.option(fc.integer({ min: 1, max: 100_000 }), { nil: undefined })),
+        (amount, requests) => {
+          let payment = paidPayment({ mode: "live", amount })
+          for (const requested of requests) {
+            const result = PaymentStateMachine.requestRefund(payment, {
+              refundId: refundId(),
+              amount: requested,
+              reason: null,
+              now: t0
+            })
+            if (Result.isSuccess(result)) payment = result.success.payment
+          }
+          const reserved = payment.refunds.reduce((sum, refund) => sum + refund.amount, 0)
+          assert.isAtMost(reserved, amount)
+          assert.strictEqual(RefundRules.refundableAmount(payment), amount - reserved)
         }
-        const reserved = payment.refunds.reduce((sum, refund) => sum + refund.amount, 0)
-        assert.isAtMost(reserved, amount)
-        assert.strictEqual(RefundRules.refundableAmount(payment), amount - reserved)
-      })
+      )
     )
   })
 })

@@ -4,7 +4,7 @@
  * `return_url_not_allowed`; then `order_reference_already_paid`, which needs the stored payments and so
  * is its own step ({@link checkOrderReference}).
  */
-import { Result } from "effect"
+import { Result, Schema } from "effect"
 import type { ApplicationSettings } from "../domain/Application.ts"
 import type { Currency, Locale, Method } from "../domain/Money.ts"
 import type { Customer, Metadata } from "../domain/Payment.ts"
@@ -20,7 +20,6 @@ import {
 } from "../errors/ApiError.ts"
 import { CreatePaymentBody } from "./PaymentRequests.ts"
 import { fieldErrors, validationFailed } from "./RequestValidation.ts"
-import { Schema } from "effect"
 
 /** A create request that passed every rule, with the application's defaults filled in. */
 export interface PaymentDraft {
@@ -55,13 +54,18 @@ const currencyErrors = (currency: string | undefined, settings: ApplicationSetti
     : { currency: [`is not offered by the application (offered: ${settings.currencies.join(", ")})`] }
 }
 
-const validateFields = (body: unknown, settings: ApplicationSettings): Result.Result<CreatePaymentBody, ValidationFailed> => {
+const validateFields = (
+  body: unknown,
+  settings: ApplicationSettings
+): Result.Result<CreatePaymentBody, ValidationFailed> => {
   const decoded = decodeBody(body)
   const candidate =
     typeof body === "object" && body !== null && "currency" in body && typeof body.currency === "string"
       ? body.currency
       : undefined
-  const fields: Record<string, ReadonlyArray<string>> = Result.isFailure(decoded) ? { ...fieldErrors(decoded.failure.issue) } : {}
+  const fields: Record<string, ReadonlyArray<string>> = Result.isFailure(decoded)
+    ? { ...fieldErrors(decoded.failure.issue) }
+    : {}
   for (const [key, messages] of Object.entries(currencyErrors(candidate, settings))) {
     fields[key] = [...(fields[key] ?? []), ...messages]
   }

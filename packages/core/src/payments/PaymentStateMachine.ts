@@ -105,9 +105,7 @@ export const settle = (
     )
   }
   const payer = outcome === "expired" ? payment.payer : (options.payer ?? payment.payer)
-  return Result.succeed(
-    moveTo(payment, outcome, { payer, ...(outcome === "paid" ? { paid_at: options.now } : {}) })
-  )
+  return Result.succeed(moveTo(payment, outcome, { payer, ...(outcome === "paid" ? { paid_at: options.now } : {}) }))
 }
 
 /** The status that agrees with the refunds: whole amount refunded → `refunded`, some → `partially_refunded`. */
@@ -167,9 +165,12 @@ export const resolveRefund = (
   now: DateTime.Utc
 ): Result.Result<Transition, RefundNotPending> => {
   const target = payment.refunds.find((refund) => refund.id === refundId)
-  if (target === undefined || target.status !== "pending") return Result.fail(new RefundNotPending({ refund_id: refundId }))
+  if (target === undefined || target.status !== "pending")
+    return Result.fail(new RefundNotPending({ refund_id: refundId }))
   const refunds = payment.refunds.map((refund) =>
     refund.id === refundId ? { ...refund, status: result, confirmed_at: now } : refund
   )
-  return result === "succeeded" ? Result.succeed(withRefunds(payment, refunds)) : Result.succeed(unchanged({ ...payment, refunds }))
+  return result === "succeeded"
+    ? Result.succeed(withRefunds(payment, refunds))
+    : Result.succeed(unchanged({ ...payment, refunds }))
 }
