@@ -212,11 +212,11 @@ export const statusOf = (error: ApiError): number =>
   error._tag === "HttpError" ? error.httpStatus : catalogue[error._tag].status
 
 // Fields that steer the HTTP answer (status line, `Retry-After`) rather than belong to the wire object.
-const internalFields = new Set(["_tag", "httpStatus", "retryAfterSeconds"])
+const internalFields = new Set(["_tag", "message", "httpStatus", "retryAfterSeconds"])
 
 /** The one mapping from an error to its wire object: code, message, and the added fields of its row. */
 export const toWire = (error: ApiError): WireError => {
   const encoded: Record<string, unknown> = Schema.encodeSync(ApiError)(error)
   const added = Object.fromEntries(Object.entries(encoded).filter(([key]) => !internalFields.has(key)))
-  return { error: { ...added, code: catalogue[error._tag].code, message: error.message } }
+  return { error: { code: catalogue[error._tag].code, message: error.message, ...added } }
 }

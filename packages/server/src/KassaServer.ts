@@ -1,0 +1,68 @@
+/**
+ * The composition root: every route, middleware and service of the reference server, wired to the
+ * configured database and served by Node's HTTP server. Rules live in @kassa/core; this file only says
+ * which adapter serves which part of the contract.
+ */
+
+import { createServer } from "node:http"
+import { NodeCrypto, NodeHttpServer } from "@effect/platform-node"
+import { InvalidRequest, MerchantApi } from "@kassa/core"
+import { Effect, Layer } from "effect"
+import { HttpMiddleware, HttpRouter } from "effect/http"
+import { HttpApi, HttpApiBuilder } from "effect/http-api"
+import { ApiKeyRepository } from "./applications/ApiKeyRepository.ts"
+import { ApplicationRepository } from "./applications/ApplicationRepository.ts"
+import * as Authentication from "./auth/Authentication.ts"
+import { ServerConfig } from "./config/ServerConfig.ts"
+import * as Database from "./database/Database.ts"
+import { HealthHandlers } from "./http/HealthHandlers.ts"
+import { PaymentsHandlers, TestHandlers } from "./http/PaymentsHandlers.ts"
+import * as ResponseMiddleware from "./http/ResponseMiddleware.ts"
+import type * as RouteFallback from "./http/RouteFallback.ts"
+import { ServerSecrets } from "./security/ServerSecrets.ts"
+
+/** Every path the server answers, for 405 `Allow` (RouteFallback). Pages add theirs here. */
+const knownRoutes = (): ReadonlyArray<RouteFallback.KnownRoute> => {
+  const routes: Array<RouteFallback.KnownRoute> = [{ method: "GET", path: "/openapi.json" }]
+  HttpApi.reflect(MerchantApi.MerchantApi, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      routes.push({ method: endpoint.method, path: endpoint.path })
+    }
+  })
+  return routes
+}
+
+/** The merchant API, served from the core's contract; `/openapi.json` comes from the same definition. */
+const MerchantRoutes = HttpApiBuilder.layer(MerchantApi.MerchantApi, { openapiPath: "/openapi.json" }).pipe(
+  Layer.provide([HealthHandlers, PaymentsHandlers, TestHandlers]),
+  Layer.provide([Authentication.layer, InvalidRequest.layer])
+)
+
+const Routes = Layer.mergeAll(MerchantRoutes, ResponseMiddleware.layer(knownRoutes()))
+
+/** Services the routes use, over one database connection pool. */
+export const Services = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
+  Layer.provideMerge(Database.layer),
+  Layer.provideMerge(ServerSecrets.layer),
+  Layer.provideMerge(NodeCrypto.layer)
+)
+
+/** The HTTP server on the configured host and port. In-flight requests get 10 s to finish on shutdown. */
+const HttpServerLive = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* ServerConfig
+    return NodeHttpServer.layer(createServer, {
+      port: config.port,
+      host: config.host,
+      gracefulShutdownTimeout: "10 seconds"
+    })
+  })
+)
+
+/** The whole server, given its settings (`ServerConfig`). */
+export const layer = HttpRouter.serve(Routes, { middleware: HttpMiddleware.logger }).pipe(
+  // HttpServer stays visible so tests can read the bound address.
+  Layer.provideMerge(HttpServerLive),
+  Layer.provideMerge(Services)
+)

@@ -1,0 +1,52 @@
+/**
+ * The database: PostgreSQL at `DATABASE_URL`, or the embedded PGlite in the data directory when it is
+ * unset. Either way the server gets the same `SqlClient` (`@effect/sql-pg`) and a migrated schema.
+ */
+import { NodeServices } from "@effect/platform-node"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { Effect, Layer, Option } from "effect"
+import { ServerConfig } from "../config/ServerConfig.ts"
+import { EmbeddedPostgres } from "./EmbeddedPostgres.ts"
+import initial from "./migrations/0001_initial.ts"
+
+/** Migrations in code, so a built server carries them (no files to find at run time). */
+export const migrations = PgMigrator.fromRecord({
+  "0001_initial": initial
+})
+
+const clientOptions = {
+  // Rows arrive with snake_case column names unchanged: they are the wire names of the payment object.
+  applicationName: "kassa",
+  transformJson: false
+} as const
+
+/** A client for the embedded database: exactly one connection (see EmbeddedPostgres). */
+const embeddedClient = Layer.unwrap(
+  Effect.gen(function* () {
+    const embedded = yield* EmbeddedPostgres
+    return PgClient.layer({
+      ...clientOptions,
+      host: embedded.host,
+      port: embedded.port,
+      username: "postgres",
+      database: "postgres",
+      maxConnections: 1,
+      minConnections: 1
+    })
+  })
+)
+
+/** The SqlClient for the configured database, migrated. */
+export const layer = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* ServerConfig
+    const client = Option.match(config.databaseUrl, {
+      onSome: (url) => PgClient.layer({ ...clientOptions, url, maxConnections: 20 }),
+      onNone: () => embeddedClient.pipe(Layer.provide(EmbeddedPostgres.layer(config.dataDir)))
+    })
+    const migrated = PgMigrator.layer({ loader: migrations, table: "kassa_migrations" }).pipe(
+      Layer.provide(NodeServices.layer)
+    )
+    return Layer.provideMerge(migrated, client)
+  })
+)

@@ -1,0 +1,2 @@
+export { ServerConfig } from "./config/ServerConfig.ts"
+export * as KassaServer from "./KassaServer.ts"

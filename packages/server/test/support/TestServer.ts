@@ -1,0 +1,169 @@
+/**
+ * Black-box test harness: the real server, in this process, listening on a real socket, over the embedded
+ * PGlite database or a fresh PostgreSQL database (created per server, dropped on close). Tests talk to it
+ * with `fetch`; `run` reaches its services for fixtures and for checking what was stored.
+ */
+
+import { type AddressInfo, connect, createServer } from "node:net"
+import { PgClient } from "@effect/sql-pg"
+import { Application } from "@kassa/core"
+import type { Context } from "effect"
+import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import type { HttpServer } from "effect/http"
+import { ApiKeyRepository } from "../../src/applications/ApiKeyRepository.ts"
+import {
+  ApplicationRepository,
+  type NewApplication,
+  type StoredApplication
+} from "../../src/applications/ApplicationRepository.ts"
+import { ServerConfig, type ServerSettings } from "../../src/config/ServerConfig.ts"
+import * as KassaServer from "../../src/KassaServer.ts"
+
+export type DatabaseKind = "pglite" | "postgres"
+
+/** PostgreSQL for tests: `KASSA_TEST_DATABASE_URL`, or the local default when something answers there. */
+const postgresUrl = process.env.KASSA_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+
+const reachable = (url: string) =>
+  new Promise<boolean>((resolve) => {
+    const { hostname, port } = new URL(url)
+    const socket = connect({ host: hostname, port: Number(port || 5432) })
+    socket.setTimeout(1000)
+    socket.once("connect", () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once("error", () => resolve(false))
+    socket.once("timeout", () => {
+      socket.destroy()
+      resolve(false)
+    })
+  })
+
+/** The databases every server test runs on: PGlite always, PostgreSQL when it is reachable. */
+export const databases: ReadonlyArray<DatabaseKind> = (await reachable(postgresUrl))
+  ? ["pglite", "postgres"]
+  : ["pglite"]
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+
+const maintenance = (statement: string) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const sql = yield* PgClient.PgClient
+      yield* sql.unsafe(statement)
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(postgresUrl), maxConnections: 1 })), Effect.scoped)
+  )
+
+type ServerServices = Layer.Success<typeof KassaServer.Services>
+
+export interface TestApplication {
+  readonly application: StoredApplication
+  readonly webhookSecret: string
+  readonly testKey: string
+  readonly liveKey: string
+}
+
+export interface RunningServer {
+  readonly database: DatabaseKind
+  readonly baseUrl: string
+  readonly adminToken: string
+  /** Runs an effect against the server's own services (repositories, SqlClient, …). */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, ServerServices>) => Promise<A>
+  /** An active application with a test and a live key, created directly in the database. */
+  readonly createApplication: (overrides?: Partial<NewApplication>) => Promise<TestApplication>
+  /** `fetch` relative to the server; JSON bodies are serialized and sent with `Content-Type: application/json`. */
+  readonly request: (
+    path: string,
+    init?: { method?: string; key?: string; body?: unknown; headers?: Record<string, string> }
+  ) => Promise<{ status: number; headers: Headers; body: unknown; text: string }>
+  readonly close: () => Promise<void>
+}
+
+export const adminToken = "test-admin-token-0123456789abcdef"
+
+/** Starts the real server on a free port over the given database. */
+export const startServer = async (
+  database: DatabaseKind,
+  overrides: Partial<ServerSettings> = {}
+): Promise<RunningServer> => {
+  const port = await freePort()
+  const dbName = `kassa_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
+  if (database === "postgres") await maintenance(`CREATE DATABASE ${dbName}`)
+  const databaseUrl =
+    database === "postgres"
+      ? Option.some(Redacted.make(Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()))
+      : Option.none()
+  const config = ServerConfig.layerWith({
+    port,
+    host: "127.0.0.1",
+    baseUrl: `http://127.0.0.1:${port}`,
+    dataDir: "memory://",
+    databaseUrl,
+    adminToken: Option.some(Redacted.make(adminToken)),
+    secretKey: Option.some(Redacted.make("test-secret-key-0123456789abcdef")),
+    ...overrides
+  })
+  const scope = Effect.runSync(Scope.make())
+  const context = (await Effect.runPromise(
+    Layer.buildWithScope(KassaServer.layer.pipe(Layer.provide(config)), scope)
+  )) as Context.Context<ServerServices | HttpServer.HttpServer>
+  const run = <A, E>(effect: Effect.Effect<A, E, ServerServices>) => Effect.runPromise(Effect.provide(effect, context))
+  const baseUrl = `http://127.0.0.1:${port}`
+
+  const createApplication = (overrides: Partial<NewApplication> = {}) =>
+    run(
+      Effect.gen(function* () {
+        const applications = yield* ApplicationRepository
+        const keys = yield* ApiKeyRepository
+        const webhookSecret = `whsec_${"A".repeat(16)}${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
+        const application = yield* applications.create(
+          {
+            ...Application.defaults,
+            name: "Test shop",
+            status: "active",
+            return_url_host: "shop.example",
+            ...overrides
+          },
+          webhookSecret
+        )
+        const testKey = yield* keys.issue(application.id, "test")
+        const liveKey = yield* keys.issue(application.id, "live")
+        return { application, webhookSecret, testKey: testKey.key, liveKey: liveKey.key }
+      })
+    )
+
+  const request: RunningServer["request"] = async (path, init = {}) => {
+    const headers: Record<string, string> = { accept: "application/json", ...init.headers }
+    if (init.key !== undefined) headers.authorization = `Bearer ${init.key}`
+    let body: string | undefined
+    if (init.body !== undefined) {
+      body = typeof init.body === "string" ? init.body : JSON.stringify(init.body)
+      headers["content-type"] ??= "application/json"
+    }
+    const response = await fetch(`${baseUrl}${path}`, { method: init.method ?? "GET", headers, body: body ?? null })
+    const text = await response.text()
+    let parsed: unknown = text
+    try {
+      parsed = text.length > 0 ? JSON.parse(text) : undefined
+    } catch {
+      parsed = text
+    }
+    return { status: response.status, headers: response.headers, body: parsed, text }
+  }
+
+  const close = async () => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    if (database === "postgres") await maintenance(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
+  }
+
+  return { database, baseUrl, adminToken, run, createApplication, request, close }
+}
