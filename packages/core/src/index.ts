@@ -3,6 +3,12 @@
  * randomness and cryptography come in through Effect services.
  */
 
+export * as Authentication from "./api/Authentication.ts"
+export * as ErrorEnvelope from "./api/ErrorEnvelope.ts"
+export * as InvalidRequest from "./api/InvalidRequest.ts"
+export * as MerchantApi from "./api/MerchantApi.ts"
+export * as PaymentsApi from "./api/PaymentsApi.ts"
+export * as TestApi from "./api/TestApi.ts"
 export * as Application from "./domain/Application.ts"
 export * as Ids from "./domain/Ids.ts"
 export * as Mode from "./domain/Mode.ts"
@@ -25,9 +31,3 @@ export * as RefundRules from "./payments/RefundRules.ts"
 export * as RequestValidation from "./payments/RequestValidation.ts"
 export * as RetrySchedule from "./webhooks/RetrySchedule.ts"
 export * as WebhookSignature from "./webhooks/WebhookSignature.ts"
-export * as ErrorEnvelope from "./api/ErrorEnvelope.ts"
-export * as Authentication from "./api/Authentication.ts"
-export * as InvalidRequest from "./api/InvalidRequest.ts"
-export * as PaymentsApi from "./api/PaymentsApi.ts"
-export * as TestApi from "./api/TestApi.ts"
-export * as MerchantApi from "./api/MerchantApi.ts"

@@ -7,8 +7,8 @@
 import { createServer } from "node:http"
 import { NodeCrypto, NodeHttpServer } from "@effect/platform-node"
 import { InvalidRequest, MerchantApi } from "@kassa/core"
-import { Effect, Layer } from "effect"
-import { HttpMiddleware, HttpRouter } from "effect/http"
+import { ByteSize, Effect, Layer } from "effect"
+import { HttpIncomingMessage, HttpMiddleware, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { ApiKeyRepository } from "./applications/ApiKeyRepository.ts"
 import { ApplicationRepository } from "./applications/ApplicationRepository.ts"
@@ -60,8 +60,12 @@ const HttpServerLive = Layer.unwrap(
   })
 )
 
+/** Bodies over 1 MiB are refused with 413 `http_error` (decisions §2; rendered by the core's InvalidRequest). */
+const BodyLimit = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.mebibytes(1))
+
 /** The whole server, given its settings (`ServerConfig`). */
 export const layer = HttpRouter.serve(Routes, { middleware: HttpMiddleware.logger }).pipe(
+  Layer.provide(BodyLimit),
   // HttpServer stays visible so tests can read the bound address.
   Layer.provideMerge(HttpServerLive),
   Layer.provideMerge(Services)

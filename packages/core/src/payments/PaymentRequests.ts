@@ -77,5 +77,11 @@ export const SimulateBody = Schema.Struct({
 }).annotate({ identifier: "SimulateBody" })
 export type SimulateBody = typeof SimulateBody.Type
 
-/** `POST /api/v1/payments/{id}/cancel` takes no body, or `{}`. */
-export const CancelBody = Schema.Struct({}).annotate({ identifier: "CancelBody" })
+/**
+ * `POST /api/v1/payments/{id}/cancel` takes no body, or `{}`: every key is refused as unknown. (An empty
+ * `Schema.Struct` would admit any value, arrays and strings included.)
+ */
+export const CancelBody = Schema.Record(
+  Schema.String,
+  Schema.Never.annotate({ message: "is not a known field" })
+).annotate({ identifier: "CancelBody", description: "No fields: send no body or `{}`." })
