@@ -6,7 +6,7 @@
  *
  * const event = await verify(rawBody, signatureHeader, webhookSecret)
  */
-export type { RawBody } from "./body.ts"
+export { isKnownEventName, type RawBody } from "./body.ts"
 export type {
   KassaCustomer,
   KassaEvent,
