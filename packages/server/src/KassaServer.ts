@@ -19,11 +19,12 @@ import { HealthHandlers } from "./http/HealthHandlers.ts"
 import { PaymentsHandlers, TestHandlers } from "./http/PaymentsHandlers.ts"
 import * as ResponseMiddleware from "./http/ResponseMiddleware.ts"
 import type * as RouteFallback from "./http/RouteFallback.ts"
+import * as DocsPages from "./pages/DocsPages.ts"
 import { ServerSecrets } from "./security/ServerSecrets.ts"
 
 /** Every path the server answers, for 405 `Allow` (RouteFallback). Pages add theirs here. */
 const knownRoutes = (): ReadonlyArray<RouteFallback.KnownRoute> => {
-  const routes: Array<RouteFallback.KnownRoute> = [{ method: "GET", path: "/openapi.json" }]
+  const routes: Array<RouteFallback.KnownRoute> = [{ method: "GET", path: "/openapi.json" }, ...DocsPages.routes]
   HttpApi.reflect(MerchantApi.MerchantApi, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => {
@@ -39,7 +40,7 @@ const MerchantRoutes = HttpApiBuilder.layer(MerchantApi.MerchantApi, { openapiPa
   Layer.provide([Authentication.layer, InvalidRequest.layer])
 )
 
-const Routes = Layer.mergeAll(MerchantRoutes, ResponseMiddleware.layer(knownRoutes()))
+const Routes = Layer.mergeAll(MerchantRoutes, DocsPages.layer, ResponseMiddleware.layer(knownRoutes()))
 
 /** Services the routes use, over one database connection pool. */
 export const Services = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(

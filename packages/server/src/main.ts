@@ -1,8 +1,15 @@
 #!/usr/bin/env node
 /** `node dist/main.js`: the reference server with settings from the environment (decisions §9). */
 import { NodeRuntime } from "@effect/platform-node"
-import { Layer } from "effect"
+import { Cause, Exit, Layer, Runtime } from "effect"
 import { ServerConfig } from "./config/ServerConfig.ts"
 import * as KassaServer from "./KassaServer.ts"
 
-Layer.launch(KassaServer.layer.pipe(Layer.provide(ServerConfig.layer))).pipe(NodeRuntime.runMain)
+Layer.launch(KassaServer.layer.pipe(Layer.provide(ServerConfig.layer))).pipe(
+  NodeRuntime.runMain({
+    // SIGTERM/SIGINT interrupt the server: requests in flight finish, the database closes, and that is a
+    // clean stop (exit 0), not a failure.
+    teardown: (exit, onExit) =>
+      Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+  })
+)

@@ -1,0 +1,122 @@
+/**
+ * The server as an operator runs it: a process started from `src/main.ts` with settings from the
+ * environment.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { request as httpRequest } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+
+const main = join(import.meta.dirname, "..", "src", "main.ts")
+const dataDirs: Array<string> = []
+afterAll(() => {
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
+})
+
+const freshDataDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "kassa-lifecycle-"))
+  dataDirs.push(dir)
+  return dir
+}
+
+interface Started {
+  readonly child: ChildProcess
+  readonly output: () => string
+  readonly exited: Promise<number | null>
+}
+
+const start = (env: Record<string, string>): Started => {
+  let output = ""
+  const child = spawn(process.execPath, ["--conditions=@kassa/source", main], {
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, output: () => output, exited }
+}
+
+const waitForHealth = async (port: number, timeoutMs = 30_000) => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/healthz`)
+      if (response.status === 200) return
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error("the server did not become healthy")
+}
+
+let nextPort = 47_100 + Math.floor(Math.random() * 500)
+const port = () => nextPort++
+
+describe("start and stop", () => {
+  it("a bad setting stops the start with a message that names it", async () => {
+    const started = start({ KASSA_PORT: "not-a-port", KASSA_DATA_DIR: freshDataDir() })
+    const code = await started.exited
+    expect(code).not.toBe(0)
+    expect(started.output()).toContain("KASSA_PORT")
+  })
+
+  it("KASSA_ENV must be development or production", async () => {
+    const started = start({ KASSA_ENV: "staging", KASSA_DATA_DIR: freshDataDir() })
+    expect(await started.exited).not.toBe(0)
+    expect(started.output()).toContain("KASSA_ENV")
+  })
+
+  it("production refuses to start without KASSA_ADMIN_TOKEN and KASSA_SECRET_KEY", async () => {
+    const started = start({ KASSA_ENV: "production", KASSA_PORT: String(port()), KASSA_DATA_DIR: freshDataDir() })
+    expect(await started.exited).not.toBe(0)
+    expect(started.output()).toContain("KASSA_ADMIN_TOKEN")
+    expect(started.output()).toContain("KASSA_SECRET_KEY")
+  })
+
+  it("SIGTERM lets an in-flight request finish, then exits cleanly; a restart finds the same data", async () => {
+    const dataDir = freshDataDir()
+    const serverPort = port()
+    const env = { KASSA_PORT: String(serverPort), KASSA_DATA_DIR: dataDir }
+    const first = start(env)
+    await waitForHealth(serverPort)
+
+    // A request whose body is still arriving when SIGTERM comes: it must get its answer.
+    const answered = new Promise<number>((resolve, reject) => {
+      const request = httpRequest(
+        {
+          host: "127.0.0.1",
+          port: serverPort,
+          method: "POST",
+          path: "/api/v1/payments",
+          headers: { "content-type": "application/json", "content-length": "40" }
+        },
+        (response) => {
+          response.resume()
+          resolve(response.statusCode ?? 0)
+        }
+      )
+      request.on("error", reject)
+      request.write('{"amount":1000,')
+      setTimeout(() => {
+        first.child.kill("SIGTERM")
+        setTimeout(() => request.end('"order_reference":"o-1"}     '), 300)
+      }, 200)
+    })
+    expect(await answered).toBeGreaterThan(0)
+    expect(await first.exited).toBe(0)
+
+    // The embedded database was closed cleanly: a new process opens the same directory.
+    const second = start(env)
+    await waitForHealth(serverPort)
+    second.child.kill("SIGTERM")
+    expect(await second.exited).toBe(0)
+  }, 90_000)
+})
