@@ -84,5 +84,13 @@ export const Payment = Schema.Struct({
 export type Payment = typeof Payment.Type
 export type PaymentEncoded = typeof Payment.Encoded
 
-/** Statuses whose `order_reference` blocks a new payment (specification, rule 5). */
-export const orderReferenceBlockingStatuses: ReadonlyArray<PaymentStatus> = ["pending", "paid", "refunded"]
+/**
+ * Statuses whose `order_reference` blocks a new payment (specification, rule 5: pending, paid, refunded).
+ * A partially refunded payment was paid, so it blocks too (docs/decisions.md).
+ */
+export const orderReferenceBlockingStatuses: ReadonlyArray<PaymentStatus> = [
+  "pending",
+  "paid",
+  "partially_refunded",
+  "refunded"
+]

@@ -1,0 +1,81 @@
+/**
+ * The benchmark's baseline: plain `node:http` doing the same SQL as Kassa's GET and create through the same
+ * driver (@effect/sql-pg), with no framework — key lookup by keyed hash, payment and refunds read, or the
+ * payment inserted in a transaction. What Kassa costs on top of this is the price of its framework, rules
+ * and checks.
+ *
+ * Usage: node bench/baseline.ts <port>   (DATABASE_URL, KASSA_SECRET_KEY as for the server)
+ */
+
+import { createHmac, hkdfSync, randomUUID } from "node:crypto"
+import { createServer } from "node:http"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+
+const port = Number(process.argv[2] ?? 4100)
+const databaseUrl = process.env.DATABASE_URL ?? ""
+const hashKey = Buffer.from(
+  new Uint8Array(hkdfSync("sha256", process.env.KASSA_SECRET_KEY ?? "", "kassa", "api-key-hash", 32))
+).toString("hex")
+
+const runtime = ManagedRuntime.make(
+  PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 20 }) as Layer.Layer<SqlClient.SqlClient>
+)
+const sql = await runtime.runPromise(
+  Effect.gen(function* () {
+    return yield* SqlClient.SqlClient
+  })
+)
+const run = <A>(effect: Effect.Effect<A, unknown>) => runtime.runPromise(effect)
+
+const authenticate = async (authorization: string | undefined) => {
+  const token = authorization?.startsWith("Bearer ") ? authorization.slice(7) : ""
+  const hash = createHmac("sha256", hashKey).update(token).digest("hex")
+  const rows = await run(sql`
+    SELECT k.id AS key_id, k.mode AS key_mode, a.* FROM api_keys k JOIN applications a ON a.id = k.application_id
+    WHERE k.key_hash = ${hash} AND k.revoked_at IS NULL`)
+  return rows[0]
+}
+
+const readBody = (request: import("node:http").IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    let body = ""
+    request.on("data", (chunk: Buffer) => {
+      body += chunk.toString()
+    })
+    request.on("end", () => resolve(body))
+  })
+
+createServer(async (request, response) => {
+  const key = await authenticate(request.headers.authorization)
+  if (key === undefined) {
+    response.writeHead(401).end()
+    return
+  }
+  if (request.method === "GET") {
+    const id = request.url?.split("/").pop() ?? ""
+    const [payment] = await run(
+      sql`SELECT * FROM payments WHERE id = ${id} AND application_id = ${key.id as string} AND mode = ${key.key_mode as string}`
+    )
+    const refunds = await run(sql`SELECT * FROM refunds WHERE payment_id = ${id} ORDER BY created_at, id`)
+    response.writeHead(payment === undefined ? 404 : 200, { "content-type": "application/json" })
+    response.end(JSON.stringify({ ...payment, refunds }))
+    return
+  }
+  const body = JSON.parse(await readBody(request)) as { amount: number; order_reference: string }
+  const now = new Date()
+  const [payment] = await run(
+    sql.withTransaction(sql`
+      INSERT INTO payments (id, application_id, mode, status, amount, currency, method, order_reference, customer,
+        locale, metadata, expires_at, created_at, updated_at)
+      VALUES (${randomUUID()}, ${key.id as string}, ${key.key_mode as string}, 'pending', ${body.amount}, 'EUR', 'card',
+        ${body.order_reference}, '{"name":null,"email":null,"phone":null}'::jsonb, 'en', '{}'::jsonb,
+        ${new Date(now.getTime() + 3_600_000)}, ${now}, ${now})
+      RETURNING *`)
+  )
+  response.writeHead(201, { "content-type": "application/json" })
+  response.end(JSON.stringify(payment))
+}).listen(port, "127.0.0.1", () => {
+  process.stdout.write(`baseline listening on ${port}\n`)
+})
