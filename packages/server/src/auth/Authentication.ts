@@ -1,7 +1,112 @@
-// TEMPORARY (this session): replaced by the authentication helper's implementation.
-import { ApiError, Authentication } from "@kassa/core"
-import { Effect, Layer } from "effect"
+/**
+ * Authentication of every `/api/v1` request, in the order of decisions §5: 401 `unauthenticated` (no bearer
+ * token) → 401 `invalid_api_key` → 403 application status → 403 `ip_not_allowed` → 429 `rate_limited`; only then
+ * does the request reach routing and the endpoint, with {@link Authentication.CurrentApplication} provided.
+ *
+ * The key is looked up in the database on every request (no cache), so a revoked or rolled key fails on the very
+ * next request in every process. The token is never logged and never part of an answer: refusals carry fixed
+ * messages, logs carry the key's id.
+ */
+import { ApiError, type Application, Authentication } from "@kassa/core"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
+import { ClientAddress } from "./ClientAddress.ts"
+import * as IpAllowList from "./IpAllowList.ts"
+import * as RateLimit from "./RateLimit.ts"
 
-export const layer = Layer.succeed(Authentication.Authentication, {
-  bearer: () => Effect.fail(new ApiError.Unauthenticated({ message: "not wired yet" }))
-})
+// RFC 9110 §15.5.2: a 401 names the scheme the client should use.
+const challenge = HttpEffect.appendPreResponseHandler((_request, response) =>
+  Effect.succeed(HttpServerResponse.setHeader(response, "www-authenticate", 'Bearer realm="kassa"'))
+)
+
+const unauthenticated = () =>
+  challenge.pipe(
+    Effect.andThen(
+      Effect.fail(
+        new ApiError.Unauthenticated({
+          message: "No API key: send it in the header `Authorization: Bearer <API key>`."
+        })
+      )
+    )
+  )
+
+const invalidApiKey = () =>
+  challenge.pipe(
+    Effect.andThen(Effect.fail(new ApiError.InvalidApiKey({ message: "The API key is unknown, revoked or rolled." })))
+  )
+
+/** The refusal for an application that may not use the API, or none when it is active. */
+const statusRefusal = (
+  status: Application.ApplicationStatus
+): Option.Option<ApiError.ApplicationPendingReview | ApiError.ApplicationSuspended | ApiError.ApplicationDisabled> => {
+  switch (status) {
+    case "active":
+      return Option.none()
+    case "pending_review":
+      return Option.some(
+        new ApiError.ApplicationPendingReview({
+          message: "The application is not activated yet; its keys work once the review is complete."
+        })
+      )
+    case "suspended":
+      return Option.some(
+        new ApiError.ApplicationSuspended({ message: "The application is suspended; contact the service operator." })
+      )
+    case "disabled":
+      return Option.some(new ApiError.ApplicationDisabled({ message: "The application is switched off." }))
+  }
+}
+
+export const layer = Layer.effect(
+  Authentication.Authentication,
+  Effect.gen(function* () {
+    const keys = yield* ApiKeyRepository
+    const clientAddress = yield* ClientAddress
+    const rateLimit = yield* RateLimit.RateLimit
+
+    return Authentication.Authentication.of({
+      bearer: Effect.fn("Authentication.bearer")(function* (httpEffect, { credential }) {
+        // A missing header, another scheme or `Bearer ` with nothing after it all arrive as an empty credential.
+        const token = Redacted.value(credential)
+        if (token.length === 0) return yield* unauthenticated()
+
+        const found = yield* keys.authenticate(token)
+        if (Option.isNone(found)) return yield* invalidApiKey()
+        const { key, application } = found.value
+        yield* keys.touch(key.id)
+
+        const refused = statusRefusal(application.status)
+        if (Option.isSome(refused)) return yield* refused.value
+
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if (!IpAllowList.allows(application.ip_allowlist, clientAddress.of(request))) {
+          return yield* new ApiError.IpNotAllowed({
+            message: "Requests from this address are not allowed for this application."
+          })
+        }
+
+        const decision = yield* rateLimit.consume(key.id, application.rate_limit_per_minute)
+        // On the final response, whatever the endpoint answers (success, error or 500).
+        yield* HttpEffect.appendPreResponseHandler((_request, response) =>
+          Effect.succeed(HttpServerResponse.setHeaders(response, RateLimit.headers(decision)))
+        )
+        if (!decision.allowed) {
+          return yield* new ApiError.RateLimited({
+            message: `Too many requests with this API key: at most ${decision.limit} a minute. Retry after ${decision.retryAfterSeconds} s.`,
+            retryAfterSeconds: decision.retryAfterSeconds
+          })
+        }
+
+        return yield* httpEffect.pipe(
+          Effect.provideService(Authentication.CurrentApplication, {
+            applicationId: application.id,
+            mode: key.mode,
+            keyId: key.id
+          }),
+          Effect.annotateLogs({ application_id: application.id, api_key_id: key.id, mode: key.mode })
+        )
+      })
+    })
+  })
+).pipe(Layer.provide([RateLimit.RateLimit.layer, ClientAddress.layer]))

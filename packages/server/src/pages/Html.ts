@@ -15,7 +15,7 @@ const make = (value: string): Html => ({ [brand]: true, value })
 const isHtml = (value: unknown): value is Html => typeof value === "object" && value !== null && brand in value
 
 /** Escapes text for element content and quoted attribute values. */
-export const escape = (text: string): string => text.replace(/[&<>"'`=]/g, (char) => `&#${char.charCodeAt(0)};`)
+export const escapeText = (text: string): string => text.replace(/[&<>"'`=]/g, (char) => `&#${char.charCodeAt(0)};`)
 
 type Interpolation = Html | string | number | null | undefined | false | ReadonlyArray<Interpolation>
 
@@ -23,7 +23,7 @@ const render = (value: Interpolation): string => {
   if (value === null || value === undefined || value === false) return ""
   if (Array.isArray(value)) return value.map(render).join("")
   if (isHtml(value)) return value.value
-  return escape(String(value))
+  return escapeText(String(value))
 }
 
 export const html = (strings: TemplateStringsArray, ...values: ReadonlyArray<Interpolation>): Html =>
@@ -32,4 +32,4 @@ export const html = (strings: TemplateStringsArray, ...values: ReadonlyArray<Int
 /** Markup Kassa itself wrote (a constant), never data. */
 export const trusted = (markup: string): Html => make(markup)
 
-export const toString = (fragment: Html): string => fragment.value
+export const markup = (fragment: Html): string => fragment.value

@@ -3,7 +3,7 @@
  * assets, so pages work offline and under a strict Content-Security-Policy) and security headers.
  */
 import { HttpServerResponse } from "effect/http"
-import { type Html, html, toString, trusted } from "./Html.ts"
+import { type Html, html, markup, trusted } from "./Html.ts"
 
 const styles = trusted(`
 :root { color-scheme: light; --ink: #14213d; --muted: #5c677d; --line: #e3e7ee; --accent: #2851e0; --bg: #f5f7fb;
@@ -44,7 +44,7 @@ footer { text-align: center; color: var(--muted); font-size: 12px; margin: 24px 
 export interface PageOptions {
   readonly title: string
   readonly body: Html
-  readonly tag?: string
+  readonly tag?: string | undefined
   readonly narrow?: boolean
   readonly lang?: string
 }
@@ -78,7 +78,7 @@ export const respond = (
   document: Html,
   options: { readonly status?: number; readonly formAction?: ReadonlyArray<string> } = {}
 ) =>
-  HttpServerResponse.text(toString(document), {
+  HttpServerResponse.text(markup(document), {
     status: options.status ?? 200,
     contentType: "text/html; charset=utf-8",
     headers: securityHeaders(options.formAction)
