@@ -8,23 +8,33 @@ import { createServer } from "node:http"
 import { NodeCrypto, NodeHttpServer } from "@effect/platform-node"
 import { InvalidRequest, MerchantApi } from "@kassa/core"
 import { ByteSize, Effect, Layer } from "effect"
-import { HttpIncomingMessage, HttpMiddleware, HttpRouter } from "effect/http"
+import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { ApiKeyRepository } from "./applications/ApiKeyRepository.ts"
 import { ApplicationRepository } from "./applications/ApplicationRepository.ts"
 import * as Authentication from "./auth/Authentication.ts"
+import { ClientAddress } from "./auth/ClientAddress.ts"
 import { ServerConfig } from "./config/ServerConfig.ts"
 import * as Database from "./database/Database.ts"
+import * as CheckoutRoutes from "./http/CheckoutRoutes.ts"
 import { HealthHandlers } from "./http/HealthHandlers.ts"
-import { PaymentsHandlers, TestHandlers } from "./http/PaymentsHandlers.ts"
+import { PaymentsHandlers } from "./http/PaymentsHandlers.ts"
 import * as ResponseMiddleware from "./http/ResponseMiddleware.ts"
 import type * as RouteFallback from "./http/RouteFallback.ts"
+import { TestHandlers } from "./http/TestHandlers.ts"
+import * as OperatorHandlers from "./operator/OperatorHandlers.ts"
 import * as DocsPages from "./pages/DocsPages.ts"
+import * as PaymentServices from "./payments/PaymentServices.ts"
 import { ServerSecrets } from "./security/ServerSecrets.ts"
 
 /** Every path the server answers, for 405 `Allow` (RouteFallback). Pages add theirs here. */
 const knownRoutes = (): ReadonlyArray<RouteFallback.KnownRoute> => {
-  const routes: Array<RouteFallback.KnownRoute> = [{ method: "GET", path: "/openapi.json" }, ...DocsPages.routes]
+  const routes: Array<RouteFallback.KnownRoute> = [
+    { method: "GET", path: "/openapi.json" },
+    ...DocsPages.routes,
+    ...CheckoutRoutes.routes,
+    ...OperatorHandlers.knownRoutes()
+  ]
   HttpApi.reflect(MerchantApi.MerchantApi, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => {
@@ -40,10 +50,19 @@ const MerchantRoutes = HttpApiBuilder.layer(MerchantApi.MerchantApi, { openapiPa
   Layer.provide([Authentication.layer, InvalidRequest.layer])
 )
 
-const Routes = Layer.mergeAll(MerchantRoutes, DocsPages.layer, ResponseMiddleware.layer(knownRoutes()))
+const Routes = Layer.mergeAll(
+  MerchantRoutes,
+  OperatorHandlers.layer,
+  DocsPages.layer,
+  CheckoutRoutes.layer,
+  ResponseMiddleware.layer(knownRoutes())
+)
 
 /** Services the routes use, over one database connection pool. */
-export const Services = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
+export const Services = PaymentServices.layer.pipe(
+  Layer.provideMerge(Authentication.MerchantAuth.layer),
+  Layer.provideMerge(ClientAddress.layer),
+  Layer.provideMerge(Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer)),
   Layer.provideMerge(Database.layer),
   Layer.provideMerge(ServerSecrets.layer),
   Layer.provideMerge(NodeCrypto.layer)
@@ -65,7 +84,7 @@ const HttpServerLive = Layer.unwrap(
 const BodyLimit = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.mebibytes(1))
 
 /** The whole server, given its settings (`ServerConfig`). */
-export const layer = HttpRouter.serve(Routes, { middleware: HttpMiddleware.logger }).pipe(
+export const layer = HttpRouter.serve(Routes).pipe(
   Layer.provide(BodyLimit),
   // HttpServer stays visible so tests can read the bound address.
   Layer.provideMerge(HttpServerLive),

@@ -4,8 +4,10 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Exit, Layer, Runtime } from "effect"
 import { ServerConfig } from "./config/ServerConfig.ts"
 import * as KassaServer from "./KassaServer.ts"
+import * as DemoApplication from "./seed/DemoApplication.ts"
 
-Layer.launch(KassaServer.layer.pipe(Layer.provide(ServerConfig.layer))).pipe(
+// The demo seed and start banner run once the server listens (DemoApplication).
+Layer.launch(DemoApplication.layer.pipe(Layer.provide(KassaServer.layer), Layer.provide(ServerConfig.layer))).pipe(
   NodeRuntime.runMain({
     // SIGTERM/SIGINT interrupt the server: requests in flight finish, the database closes, and that is a
     // clean stop (exit 0), not a failure.

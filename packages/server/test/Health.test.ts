@@ -22,9 +22,27 @@ describe.each(databases)("server basics on %s", (database) => {
   })
 
   it("an unknown path gets 404 not_found in the error envelope", async () => {
-    const response = await server.request("/api/v1/nothing-here")
+    const response = await server.request("/nothing-here")
     expect(response.status).toBe(404)
     expect(response.body).toMatchObject({ error: { code: "not_found" } })
+  })
+
+  it("under /api/v1, authentication comes before routing (decisions §5): 401, then 404 / 405", async () => {
+    const { testKey } = await server.createApplication()
+    const anonymous = await server.request("/api/v1/nothing-here")
+    expect(anonymous.status).toBe(401)
+    expect(anonymous.body).toMatchObject({ error: { code: "unauthenticated" } })
+    expect((await server.request("/api/v1/nothing-here", { key: "pk_test_unknown" })).status).toBe(401)
+
+    const unknown = await server.request("/api/v1/nothing-here", { key: testKey })
+    expect(unknown.status).toBe(404)
+    expect(unknown.body).toMatchObject({ error: { code: "not_found" } })
+    expect(unknown.headers.get("ratelimit-limit")).toBe("120")
+
+    expect((await server.request("/api/v1/payments", { method: "DELETE" })).status).toBe(401)
+    const wrongMethod = await server.request("/api/v1/payments", { method: "DELETE", key: testKey })
+    expect(wrongMethod.status).toBe(405)
+    expect(wrongMethod.headers.get("allow")).toBe("GET, POST")
   })
 
   it("a known path with another method gets 405 http_error with Allow", async () => {

@@ -8,7 +8,7 @@
  * messages, logs carry the key's id.
  */
 import { ApiError, type Application, Authentication } from "@kassa/core"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
 import { ClientAddress } from "./ClientAddress.ts"
@@ -58,15 +58,38 @@ const statusRefusal = (
   }
 }
 
-export const layer = Layer.effect(
-  Authentication.Authentication,
-  Effect.gen(function* () {
-    const keys = yield* ApiKeyRepository
-    const clientAddress = yield* ClientAddress
-    const rateLimit = yield* RateLimit.RateLimit
+/** Who a valid request speaks for. */
+export type Caller = Authentication.CurrentApplication["Service"]
 
-    return Authentication.Authentication.of({
-      bearer: Effect.fn("Authentication.bearer")(function* (httpEffect, { credential }) {
+export type Refusal =
+  | ApiError.Unauthenticated
+  | ApiError.InvalidApiKey
+  | ApiError.ApplicationPendingReview
+  | ApiError.ApplicationSuspended
+  | ApiError.ApplicationDisabled
+  | ApiError.IpNotAllowed
+  | ApiError.RateLimited
+
+/**
+ * The checks themselves, shared by the endpoints' middleware and the route fallback (an unknown `/api/v1` path is
+ * answered 404 only after them). One instance per server, so both count against the same rate-limit budget.
+ */
+export class MerchantAuth extends Context.Service<
+  MerchantAuth,
+  {
+    readonly check: (
+      credential: Redacted.Redacted<string>
+    ) => Effect.Effect<Caller, Refusal, HttpServerRequest.HttpServerRequest>
+  }
+>()("@kassa/server/auth/MerchantAuth") {
+  static readonly layer = Layer.effect(
+    MerchantAuth,
+    Effect.gen(function* () {
+      const keys = yield* ApiKeyRepository
+      const clientAddress = yield* ClientAddress
+      const rateLimit = yield* RateLimit.RateLimit
+
+      const check = Effect.fn("MerchantAuth.check")(function* (credential: Redacted.Redacted<string>) {
         // A missing header, another scheme or `Bearer ` with nothing after it all arrive as an empty credential.
         const token = Redacted.value(credential)
         if (token.length === 0) return yield* unauthenticated()
@@ -97,16 +120,35 @@ export const layer = Layer.effect(
             retryAfterSeconds: decision.retryAfterSeconds
           })
         }
-
-        return yield* httpEffect.pipe(
-          Effect.provideService(Authentication.CurrentApplication, {
-            applicationId: application.id,
-            mode: key.mode,
-            keyId: key.id
-          }),
-          Effect.annotateLogs({ application_id: application.id, api_key_id: key.id, mode: key.mode })
-        )
+        return { applicationId: application.id, mode: key.mode, keyId: key.id } satisfies Caller
       })
+
+      return MerchantAuth.of({ check })
+    })
+  ).pipe(Layer.provide([RateLimit.RateLimit.layer, ClientAddress.layer]))
+}
+
+/** The core contract's `Authentication` middleware, served by {@link MerchantAuth}. */
+export const layer = Layer.effect(
+  Authentication.Authentication,
+  Effect.gen(function* () {
+    const auth = yield* MerchantAuth
+    return Authentication.Authentication.of({
+      bearer: (httpEffect, { credential }) =>
+        auth
+          .check(credential)
+          .pipe(
+            Effect.flatMap((caller) =>
+              httpEffect.pipe(
+                Effect.provideService(Authentication.CurrentApplication, caller),
+                Effect.annotateLogs({
+                  application_id: caller.applicationId,
+                  api_key_id: caller.keyId,
+                  mode: caller.mode
+                })
+              )
+            )
+          )
     })
   })
-).pipe(Layer.provide([RateLimit.RateLimit.layer, ClientAddress.layer]))
+)

@@ -1,21 +1,132 @@
-// TEMPORARY (this session): replaced by the payments helper's handlers.
-import { ApiError, MerchantApi } from "@kassa/core"
-import { Effect } from "effect"
+/**
+ * The `payments` group of the merchant API: create, fetch, list, cancel, refund. Each handler scopes the request to
+ * the key's application and mode and hands it to the `Payments` service.
+ *
+ * With an `Idempotency-Key`, create and refund run through the IdempotencyStore, and their answer — success or
+ * contract error — is rendered here once, as the exact bytes that are stored and later replayed (with
+ * `Idempotent-Replayed: true`). Without one, the answer is encoded by HttpApi from the contract as usual.
+ */
+import {
+  Authentication,
+  type IdempotencyKey,
+  Ids,
+  MerchantApi,
+  Payment,
+  PaymentsApi,
+  RequestFingerprint
+} from "@kassa/core"
+import { Effect, Schema } from "effect"
+import { Digest } from "effect/crypto"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { type Answer, type Claim, errorAnswer, IdempotencyStore, type Outcome } from "../payments/IdempotencyStore.ts"
+import type { Scope } from "../payments/PaymentRepository.ts"
+import { Payments } from "../payments/Payments.ts"
 
-const notYet = () => Effect.fail(new ApiError.ServerError({ message: "not wired yet" }))
+const encodePayment = Schema.encodeSync(Schema.toCodecJson(Payment.Payment))
 
-export const PaymentsHandlers = HttpApiBuilder.group(MerchantApi.MerchantApi, "payments", (handlers) =>
-  Effect.succeed(
-    handlers
-      .handle("create", notYet)
-      .handle("retrieve", notYet)
-      .handle("list", notYet)
-      .handle("cancel", notYet)
-      .handle("refund", notYet)
-  )
-)
+/** A payment answer, rendered as the API renders it. */
+export const paymentAnswer = (
+  payment: Payment.Payment,
+  status: number,
+  headers: Readonly<Record<string, string>> = {}
+): Answer => ({ status, body: JSON.stringify(encodePayment(payment)), headers })
 
-export const TestHandlers = HttpApiBuilder.group(MerchantApi.MerchantApi, "test", (handlers) =>
-  Effect.succeed(handlers.handle("simulate", notYet))
+/** The HTTP response of an idempotent answer; a replay says so. */
+export const toResponse = ({ answer, replayed }: Outcome): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.text(answer.body, {
+    status: answer.status,
+    contentType: "application/json",
+    headers: replayed ? { ...answer.headers, "idempotent-replayed": "true" } : answer.headers
+  })
+
+/** The key's application and mode: everything a request sees or changes is inside it. */
+export const currentScope = Effect.gen(function* () {
+  const { applicationId, mode } = yield* Authentication.CurrentApplication
+  return { applicationId, mode } satisfies Scope
+})
+
+/**
+ * The fingerprint of the body as sent (canonical JSON, so key order and white space do not matter). No body and
+ * JSON `null` read as `{}`, like the payload schemas read them.
+ */
+export const fingerprintOf = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function* () {
+    const text = yield* request.text
+    // HttpApi has already parsed this body successfully; a failure here is a bug.
+    const parsed: unknown = text.trim().length === 0 ? undefined : yield* Effect.try(() => JSON.parse(text))
+    return yield* RequestFingerprint.fromBody(parsed === null ? undefined : parsed)
+  }).pipe(Effect.orDie)
+
+/** Runs an idempotent operation under its key and renders the outcome. */
+export const idempotent = <A, E extends Parameters<typeof errorAnswer>[0], R>(options: {
+  readonly scope: Scope
+  readonly key: IdempotencyKey.IdempotencyKey
+  readonly path: string
+  readonly request: HttpServerRequest.HttpServerRequest
+  readonly work: (claim: Claim) => Effect.Effect<A, E, R>
+  readonly render: (value: A) => Answer
+}) =>
+  Effect.gen(function* () {
+    const store = yield* IdempotencyStore
+    const fingerprint = yield* fingerprintOf(options.request)
+    const outcome = yield* store.run(
+      { scope: options.scope, key: options.key, method: "POST", path: options.path, fingerprint },
+      (claim) =>
+        options.work(claim).pipe(
+          Effect.map(options.render),
+          Effect.catch((error) => Effect.succeed(errorAnswer(error)))
+        )
+    )
+    return toResponse(outcome)
+  })
+
+export const PaymentsHandlers = HttpApiBuilder.group(
+  MerchantApi.MerchantApi,
+  "payments",
+  Effect.fn(function* (handlers) {
+    const payments = yield* Payments
+    const store = yield* IdempotencyStore
+    const digest = yield* Digest.Digest
+    const withServices = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      effect.pipe(Effect.provideService(IdempotencyStore, store), Effect.provideService(Digest.Digest, digest))
+
+    return handlers
+      .handle("create", ({ payload, headers, request }) =>
+        Effect.gen(function* () {
+          const scope = yield* currentScope
+          const key = headers["idempotency-key"]
+          const create = (idempotency?: Claim) =>
+            payments.create({ scope, body: payload, simulate: headers["kassa-simulate"], idempotency })
+          if (key === undefined) return yield* create()
+          return yield* idempotent({
+            scope,
+            key,
+            path: `${PaymentsApi.apiPrefix}/payments`,
+            request,
+            work: create,
+            render: (payment) => paymentAnswer(payment, 201, { location: PaymentsApi.paymentLocation(payment.id) })
+          }).pipe(withServices)
+        })
+      )
+      .handle("retrieve", ({ params }) => Effect.flatMap(currentScope, (scope) => payments.retrieve(scope, params.id)))
+      .handle("list", ({ query }) => Effect.flatMap(currentScope, (scope) => payments.list(scope, query)))
+      .handle("cancel", ({ params }) => Effect.flatMap(currentScope, (scope) => payments.cancel(scope, params.id)))
+      .handle("refund", ({ params, payload, headers, request }) =>
+        Effect.gen(function* () {
+          const scope = yield* currentScope
+          const key = headers["idempotency-key"]
+          const refund = (idempotency?: Claim) => payments.refund(scope, params.id, payload, idempotency)
+          if (key === undefined) return yield* refund()
+          return yield* idempotent({
+            scope,
+            key,
+            path: `${PaymentsApi.paymentLocation(Ids.PaymentId.make(params.id))}/refunds`,
+            request,
+            work: refund,
+            render: (payment) => paymentAnswer(payment, 201)
+          }).pipe(withServices)
+        })
+      )
+  })
 )

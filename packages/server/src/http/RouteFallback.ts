@@ -4,15 +4,22 @@
  * itself answers both with an empty 404.
  */
 import { ApiError } from "@kassa/core"
-import { Effect } from "effect"
-import { FindMyWay, HttpServerError, HttpServerResponse } from "effect/http"
+import { FindMyWay, HttpServerResponse } from "effect/http"
 
 export interface KnownRoute {
   readonly method: string
   readonly path: string
 }
 
-/** Recovers `RouteNotFound` into the contract's 404 or 405, given every route the server serves. */
+/** The error envelope of an error, with the headers its code implies. */
+export const errorResponse = (error: ApiError.ApiError): HttpServerResponse.HttpServerResponse => {
+  const headers: Record<string, string> = {}
+  if (error._tag === "RateLimited") headers["retry-after"] = String(error.retryAfterSeconds)
+  if (error._tag === "Unauthenticated" || error._tag === "InvalidApiKey") headers["www-authenticate"] = "Bearer"
+  return HttpServerResponse.jsonUnsafe(ApiError.toWire(error), { status: ApiError.statusOf(error), headers })
+}
+
+/** The 404 or 405 for a request no route took, given every route the server serves. */
 export const make = (routes: ReadonlyArray<KnownRoute>) => {
   // Path-only index: which methods each known path accepts.
   const index = FindMyWay.make<Set<string>>()
@@ -27,17 +34,14 @@ export const make = (routes: ReadonlyArray<KnownRoute>) => {
       methods.add(method.toUpperCase())
     }
   }
-  return <A, E, R>(effect: Effect.Effect<A | HttpServerResponse.HttpServerResponse, E, R>) =>
-    Effect.catch(effect, (error) => {
-      if (!HttpServerError.isHttpServerError(error) || error.reason._tag !== "RouteNotFound") return Effect.fail(error)
-      const url = error.reason.request.url
-      const hit = index.find("GET", url.split("?")[0] ?? url)
-      if (hit !== undefined) {
-        const allow = [...hit.handler].sort().join(", ")
-        const wire = ApiError.toWire(new ApiError.HttpError({ message: `Use ${allow} on this path.`, httpStatus: 405 }))
-        return Effect.succeed(HttpServerResponse.jsonUnsafe(wire, { status: 405, headers: { allow } }))
-      }
-      const wire = ApiError.toWire(new ApiError.NotFound({ message: "No such path." }))
-      return Effect.succeed(HttpServerResponse.jsonUnsafe(wire, { status: 404 }))
-    })
+  return (url: string): HttpServerResponse.HttpServerResponse => {
+    const hit = index.find("GET", url.split("?")[0] ?? url)
+    if (hit === undefined) return errorResponse(new ApiError.NotFound({ message: "No such path." }))
+    const allow = [...hit.handler].sort().join(", ")
+    return HttpServerResponse.setHeader(
+      errorResponse(new ApiError.HttpError({ message: `Use ${allow} on this path.`, httpStatus: 405 })),
+      "allow",
+      allow
+    )
+  }
 }

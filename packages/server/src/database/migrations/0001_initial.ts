@@ -70,6 +70,10 @@ export default Effect.gen(function* () {
       paid_at timestamptz,
       created_at timestamptz NOT NULL,
       updated_at timestamptz NOT NULL,
+      -- Insertion order: breaks ties between payments created in the same millisecond ("newest first").
+      seq bigint GENERATED ALWAYS AS IDENTITY,
+      -- The Idempotency-Key of the create that made it: a retry that takes over a dead request's key finds it.
+      idempotency_key text,
       CHECK (refunded_amount BETWEEN 0 AND amount),
       CHECK ((status = 'refunded') = (refunded_amount = amount)),
       CHECK ((status = 'paid' OR status = 'partially_refunded' OR status = 'refunded') = (paid_at IS NOT NULL))
@@ -80,7 +84,12 @@ export default Effect.gen(function* () {
     CREATE UNIQUE INDEX payments_live_order_reference ON payments (application_id, mode, order_reference)
     WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
   `
-  yield* sql`CREATE INDEX payments_list ON payments (application_id, mode, created_at DESC, id DESC)`
+  yield* sql`CREATE INDEX payments_list ON payments (application_id, mode, created_at DESC, seq DESC)`
+  yield* sql`CREATE INDEX payments_order_reference ON payments (application_id, mode, order_reference)`
+  yield* sql`
+    CREATE INDEX payments_idempotency_key ON payments (application_id, mode, idempotency_key)
+    WHERE idempotency_key IS NOT NULL
+  `
   yield* sql`CREATE INDEX payments_pending_expiry ON payments (expires_at) WHERE status = 'pending'`
 
   yield* sql`
@@ -91,10 +100,15 @@ export default Effect.gen(function* () {
       status text NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
       reason text CHECK (length(reason) <= 255),
       created_at timestamptz NOT NULL,
-      confirmed_at timestamptz
+      confirmed_at timestamptz,
+      -- Insertion order: refunds are listed oldest first, ties broken by it.
+      seq bigint GENERATED ALWAYS AS IDENTITY,
+      -- The Idempotency-Key of the refund request that made it (see payments.idempotency_key).
+      idempotency_key text
     )
   `
-  yield* sql`CREATE INDEX refunds_payment ON refunds (payment_id, created_at, id)`
+  yield* sql`CREATE INDEX refunds_payment ON refunds (payment_id, created_at, seq)`
+  yield* sql`CREATE INDEX refunds_idempotency_key ON refunds (idempotency_key) WHERE idempotency_key IS NOT NULL`
 
   yield* sql`
     CREATE TABLE events (

@@ -1,0 +1,136 @@
+/**
+ * The operator API (decisions §8) under `/admin/api/v1`: applications, their API keys and webhook secrets, for the
+ * `kassa` command, automation and tests. It is the server's own API, not part of the merchant contract, so it is a
+ * separate `HttpApi` with its own document at `/admin/api/v1/openapi.json` and never shows up in `/openapi.json`.
+ *
+ * Every endpoint runs {@link AdminAuthentication} first, then the core's `InvalidRequest` (request decoding failures
+ * → 422 `validation_failed` with every field, 400/413/415 `http_error`), with the same parse options as the merchant
+ * API: every issue reported, unknown body fields refused.
+ */
+import { Application, ErrorEnvelope, InvalidRequest } from "@kassa/core"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { AdminAuthentication } from "./AdminAuthentication.ts"
+import {
+  ApiKeyList,
+  ApiKeyView,
+  ApplicationCreated,
+  ApplicationList,
+  ApplicationParams,
+  CreateApplicationBody,
+  CreateKeyBody,
+  IssuedApiKeyView,
+  KeyParams,
+  UpdateApplicationBody,
+  WebhookSecretCreated
+} from "./OperatorSchemas.ts"
+
+/** Where the operator API is mounted. */
+export const operatorPrefix = "/admin/api/v1"
+
+/** Its OpenAPI document, served without authentication like the merchant API's. */
+export const operatorOpenApiPath = `${operatorPrefix}/openapi.json` as const
+
+// Group identifiers are global keys in HttpApi (`effect/http-api/HttpApiGroup/<id>`): prefixed so they never meet
+// a merchant API group.
+export class OperatorApplicationsApi extends HttpApiGroup.make("operatorApplications")
+  .add(
+    HttpApiEndpoint.post("create", "/applications", {
+      payload: CreateApplicationBody,
+      success: ApplicationCreated,
+      error: ErrorEnvelope.ValidationFailed
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Create an application",
+        description:
+          "Unset settings take their defaults. Answers with the application and its webhook secret, shown this once."
+      })
+    ),
+    HttpApiEndpoint.get("list", "/applications", { success: ApplicationList }).annotateMerge(
+      OpenApi.annotations({ summary: "List applications", description: "Every application, oldest first." })
+    ),
+    HttpApiEndpoint.get("retrieve", "/applications/:id", {
+      params: ApplicationParams,
+      success: Application.Application,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(OpenApi.annotations({ summary: "Fetch an application" })),
+    HttpApiEndpoint.patch("update", "/applications/:id", {
+      params: ApplicationParams,
+      payload: UpdateApplicationBody,
+      success: Application.Application,
+      error: [ErrorEnvelope.NotFound, ErrorEnvelope.ValidationFailed]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Change an application",
+        description: "The fields sent replace the stored ones; `null` clears `return_url_host` and `webhook_url`."
+      })
+    ),
+    HttpApiEndpoint.post("rotateWebhookSecret", "/applications/:id/webhook-secret", {
+      params: ApplicationParams,
+      success: WebhookSecretCreated,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Regenerate the webhook secret",
+        description: "For 24 hours deliveries are signed with the new and the previous secret, new first."
+      })
+    )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Applications" })) {}
+
+export class OperatorKeysApi extends HttpApiGroup.make("operatorKeys")
+  .add(
+    HttpApiEndpoint.post("create", "/applications/:id/keys", {
+      params: ApplicationParams,
+      payload: CreateKeyBody,
+      success: IssuedApiKeyView,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(
+      OpenApi.annotations({ summary: "Issue an API key", description: "The only answer that shows the whole key." })
+    ),
+    HttpApiEndpoint.get("list", "/applications/:id/keys", {
+      params: ApplicationParams,
+      success: ApiKeyList,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(
+      OpenApi.annotations({ summary: "List API keys", description: "Display forms only, revoked keys included." })
+    ),
+    HttpApiEndpoint.post("roll", "/keys/:key_id/roll", {
+      params: KeyParams,
+      success: IssuedApiKeyView,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Roll an API key",
+        description: "Issues a key of the same mode and revokes this one at once. A revoked key cannot be rolled (404)."
+      })
+    ),
+    HttpApiEndpoint.delete("revoke", "/keys/:key_id", {
+      params: KeyParams,
+      success: ApiKeyView,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Revoke an API key",
+        description: "Requests with the key get 401 from now on. Revoking a revoked key changes nothing."
+      })
+    )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "API keys" })) {}
+
+export class OperatorApi extends HttpApi.make("kassa-operator")
+  .add(OperatorApplicationsApi)
+  .add(OperatorKeysApi)
+  .prefix(operatorPrefix)
+  .middleware(InvalidRequest.InvalidRequest)
+  // Added last, so it wraps the other middleware and runs first.
+  .middleware(AdminAuthentication)
+  .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Kassa operator API",
+      version: "1.0.0",
+      description:
+        "Applications, API keys and webhook secrets. Authenticate with `Authorization: Bearer <KASSA_ADMIN_TOKEN>`. " +
+        'Errors are `{"error":{"code","message",…}}` as in the merchant API.'
+    })
+  ) {}

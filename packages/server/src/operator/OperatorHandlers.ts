@@ -1,0 +1,191 @@
+/**
+ * The operator API's handlers over the application and key repositories, and {@link layer}: the API's routes with
+ * their middleware, ready to merge into the server's router.
+ */
+import { ApiError, Application, Ids, InvalidRequest, RequestValidation, WebhookSecret } from "@kassa/core"
+import { Effect, Layer, Option, Schema } from "effect"
+import type { SecureRandom } from "effect/crypto"
+import { HttpApi, HttpApiBuilder } from "effect/http-api"
+import { type ApiKeyRecord, ApiKeyRepository, type IssuedApiKey } from "../applications/ApiKeyRepository.ts"
+import {
+  ApplicationRepository,
+  parseApplicationId,
+  type StoredApplication,
+  toApplication
+} from "../applications/ApplicationRepository.ts"
+import { ServerConfig } from "../config/ServerConfig.ts"
+import * as AdminAuthentication from "./AdminAuthentication.ts"
+import { OperatorApi, operatorOpenApiPath } from "./OperatorApi.ts"
+import type { UpdateApplicationBody } from "./OperatorSchemas.ts"
+
+const applicationNotFound = () => new ApiError.NotFound({ message: "No application with this id." })
+const keyNotFound = () => new ApiError.NotFound({ message: "No API key with this id." })
+
+const parseKeyId = Schema.decodeUnknownOption(Ids.ApiKeyId)
+
+/**
+ * The rules a single field cannot check: `min_amount` ≤ `max_amount` over the resulting settings (stored values
+ * fill in on PATCH), and https webhook URLs in production (decisions §7). A rule is reported on the fields the
+ * request sent, so the operator sees what to change.
+ */
+const settingsErrors = (
+  sent: UpdateApplicationBody,
+  result: { readonly min_amount: number; readonly max_amount: number },
+  production: boolean
+) => {
+  const fields: Record<string, [string, ...Array<string>]> = {}
+  if (result.min_amount > result.max_amount) {
+    const message = `min_amount (${result.min_amount}) must not exceed max_amount (${result.max_amount})`
+    if (sent.min_amount !== undefined) fields.min_amount = [message]
+    if (sent.max_amount !== undefined) fields.max_amount = [message]
+  }
+  // The schema has already checked that the URL parses.
+  if (production && typeof sent.webhook_url === "string" && new URL(sent.webhook_url).protocol !== "https:") {
+    fields.webhook_url = ["webhook_url must be an https URL in production"]
+  }
+  return Object.keys(fields).length === 0 ? Effect.void : Effect.fail(RequestValidation.validationFailed(fields))
+}
+
+const keyView = (key: ApiKeyRecord) => ({
+  id: key.id,
+  mode: key.mode,
+  display: key.display,
+  created_at: key.created_at,
+  last_used_at: key.last_used_at,
+  revoked_at: key.revoked_at
+})
+
+const issuedView = (key: IssuedApiKey) => ({
+  id: key.id,
+  mode: key.mode,
+  key: key.key,
+  display: key.display,
+  created_at: key.created_at
+})
+
+export const ApplicationsHandlers = HttpApiBuilder.group(
+  OperatorApi,
+  "operatorApplications",
+  Effect.fn(function* (handlers) {
+    const applications = yield* ApplicationRepository
+    const config = yield* ServerConfig
+    const random = yield* Effect.context<SecureRandom.SecureRandom>()
+    const production = config.environment === "production"
+    const newSecret = WebhookSecret.generate.pipe(Effect.provide(random))
+
+    const find = (id: string): Effect.Effect<StoredApplication, ApiError.NotFound> =>
+      Option.match(parseApplicationId(id), {
+        onNone: () => Effect.fail(applicationNotFound()),
+        onSome: (applicationId) =>
+          applications.find(applicationId).pipe(Effect.flatMap(Effect.fromOption(applicationNotFound)))
+      })
+
+    return handlers
+      .handle(
+        "create",
+        Effect.fn("Operator.createApplication")(function* ({ payload }) {
+          const input = { ...Application.defaults, ...payload }
+          yield* settingsErrors(payload, input, production)
+          const webhookSecret = yield* newSecret
+          const stored = yield* applications.create(input, webhookSecret)
+          return { application: toApplication(stored), webhook_secret: webhookSecret }
+        })
+      )
+      .handle("list", () => applications.list.pipe(Effect.map((stored) => ({ data: stored.map(toApplication) }))))
+      .handle("retrieve", ({ params }) => find(params.id).pipe(Effect.map(toApplication)))
+      .handle(
+        "update",
+        Effect.fn("Operator.updateApplication")(function* ({ params, payload }) {
+          const current = yield* find(params.id)
+          yield* settingsErrors(payload, { ...current, ...payload }, production)
+          const updated = yield* applications.update(current.id, payload)
+          return toApplication(yield* Effect.fromOption(updated, applicationNotFound))
+        })
+      )
+      .handle(
+        "rotateWebhookSecret",
+        Effect.fn("Operator.rotateWebhookSecret")(function* ({ params }) {
+          const { id } = yield* find(params.id)
+          const webhookSecret = yield* newSecret
+          // The repository keeps the previous secret signing for 24 h (decisions §7).
+          if (!(yield* applications.rotateWebhookSecret(id, webhookSecret))) return yield* applicationNotFound()
+          return { webhook_secret: webhookSecret }
+        })
+      )
+  })
+)
+
+export const KeysHandlers = HttpApiBuilder.group(
+  OperatorApi,
+  "operatorKeys",
+  Effect.fn(function* (handlers) {
+    const applications = yield* ApplicationRepository
+    const keys = yield* ApiKeyRepository
+
+    const applicationId = (id: string): Effect.Effect<Ids.ApplicationId, ApiError.NotFound> =>
+      Option.match(parseApplicationId(id), {
+        onNone: () => Effect.fail(applicationNotFound()),
+        onSome: (parsed) =>
+          applications.find(parsed).pipe(
+            Effect.flatMap(Effect.fromOption(applicationNotFound)),
+            Effect.map((stored) => stored.id)
+          )
+      })
+
+    const keyId = (id: string): Effect.Effect<Ids.ApiKeyId, ApiError.NotFound> =>
+      Effect.fromOption(parseKeyId(id), keyNotFound)
+
+    return handlers
+      .handle(
+        "create",
+        Effect.fn("Operator.issueKey")(function* ({ params, payload }) {
+          return issuedView(yield* keys.issue(yield* applicationId(params.id), payload.mode))
+        })
+      )
+      .handle(
+        "list",
+        Effect.fn("Operator.listKeys")(function* ({ params }) {
+          const records = yield* keys.list(yield* applicationId(params.id))
+          return { data: records.map(keyView) }
+        })
+      )
+      .handle(
+        "roll",
+        Effect.fn("Operator.rollKey")(function* ({ params }) {
+          // None for a revoked key too: it has no successor to issue any more.
+          const rolled = yield* keys.roll(yield* keyId(params.key_id))
+          const issued = yield* Effect.fromOption(
+            rolled,
+            () => new ApiError.NotFound({ message: "No active API key with this id." })
+          )
+          return issuedView(issued)
+        })
+      )
+      .handle(
+        "revoke",
+        Effect.fn("Operator.revokeKey")(function* ({ params }) {
+          // Revoking a revoked key answers the record unchanged: the request's intent already holds.
+          const revoked = yield* keys.revoke(yield* keyId(params.key_id))
+          return keyView(yield* Effect.fromOption(revoked, keyNotFound))
+        })
+      )
+  })
+)
+
+/** Every method and path the operator API answers, for the router's 405 `Allow` answers. */
+export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly path: string }> => {
+  const routes: Array<{ method: string; path: string }> = [{ method: "GET", path: operatorOpenApiPath }]
+  HttpApi.reflect(OperatorApi, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      routes.push({ method: endpoint.method, path: endpoint.path })
+    }
+  })
+  return routes
+}
+
+/** The operator API's routes, with their middleware; needs the repositories, secrets and settings. */
+export const layer = HttpApiBuilder.layer(OperatorApi, { openapiPath: operatorOpenApiPath }).pipe(
+  Layer.provide([ApplicationsHandlers, KeysHandlers]),
+  Layer.provide([AdminAuthentication.layer, InvalidRequest.layer])
+)

@@ -1,0 +1,203 @@
+/**
+ * Request bodies and answers of the operator API (decisions §8). Every per-field rule lives in these schemas, so
+ * the API's parse options (every issue, unknown fields refused) report all invalid fields in one `validation_failed`.
+ * Rules that need more than the field itself — `min_amount` ≤ `max_amount` against the stored values on PATCH, and
+ * https-only webhook URLs in production — are checked by the handlers once the fields are valid.
+ */
+import { isIP } from "node:net"
+import { Application, Ids, Mode, Money, PaymentRequests, Timestamp } from "@kassa/core"
+import { Result, Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+import { IpNetwork, NetAddress } from "effect/net"
+
+const ApplicationName = Schema.String.check(
+  Schema.isBetweenLength(1, 200, { message: "name must be 1 to 200 characters" }),
+  Schema.isPattern(/\S/, { message: "name must not be blank" })
+)
+
+const Methods = Schema.Array(Money.Method.annotate({ message: "each method must match [a-z0-9_]{1,32}" })).check(
+  Schema.isMinLength(1, { message: "methods must list at least one method" }),
+  Schema.isMaxLength(32, { message: "methods may list at most 32 methods" }),
+  Schema.isUnique({ message: "methods must not repeat" })
+)
+
+const Currencies = Schema.Array(
+  Money.Currency.annotate({ message: "each currency must be three upper-case letters" })
+).check(
+  Schema.isMinLength(1, { message: "currencies must list at least one currency" }),
+  Schema.isMaxLength(32, { message: "currencies may list at most 32 currencies" }),
+  Schema.isUnique({ message: "currencies must not repeat" })
+)
+
+// One DNS label: letters, digits and inner hyphens, at most 63 characters.
+const label = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+const hostWithPort = new RegExp(`^(?:(${label}(?:\\.${label})*)|\\[([0-9a-f:.]+)\\])(?::([0-9]{1,5}))?$`, "i")
+
+/**
+ * What `return_url`'s host is compared with (case-insensitively, with or without its port — see the core's create
+ * rule): an ASCII host name, IPv4 address or bracketed IPv6 address, optionally with a port; no scheme, path or user.
+ */
+export const ReturnUrlHost = Schema.String.check(
+  Schema.makeFilter(
+    (value: string) => {
+      const match = hostWithPort.exec(value)
+      if (match === null) return false
+      const [, name, ipv6, port] = match
+      if (name !== undefined && name.length > 253) return false
+      if (ipv6 !== undefined && isIP(ipv6) !== 6) return false
+      return port === undefined || Number(port) <= 65_535
+    },
+    {
+      message:
+        "return_url_host must be a host name, optionally with a port (shop.example or localhost:3000), without scheme or path",
+      expected: "a host name with an optional port"
+    }
+  )
+)
+
+/** `webhook_url`: an absolute http(s) URL (https only in production, checked by the handlers). */
+export const WebhookUrl = PaymentRequests.HttpUrl.check(
+  Schema.isMaxLength(2048, { message: "webhook_url must be at most 2048 characters" })
+).annotate({ message: "webhook_url must be an absolute http or https URL" })
+
+/**
+ * One entry of `ip_allowlist`: an IPv4/IPv6 address or a CIDR range (`10.0.0.0/8`, `2001:db8::/32`). Parsed with
+ * effect's `effect/net`, as the authentication check parses the stored list, so every accepted entry takes effect.
+ */
+export const IpAllowlistEntry = Schema.String.check(
+  Schema.makeFilter(
+    (value: string) => {
+      const [address = "", prefix, ...rest] = value.split("/")
+      if (rest.length > 0 || (prefix !== undefined && !/^[0-9]{1,3}$/.test(prefix))) return false
+      const parsed = NetAddress.ipFromString(address)
+      if (Result.isFailure(parsed)) return false
+      return prefix === undefined || Result.isSuccess(IpNetwork.fromAddress(parsed.success, Number(prefix)))
+    },
+    {
+      message: "each ip_allowlist entry must be an IPv4 or IPv6 address or a CIDR range (203.0.113.0/24)",
+      expected: "an IP address or CIDR range"
+    }
+  )
+)
+
+const IpAllowlist = Schema.Array(IpAllowlistEntry).check(
+  Schema.isMaxLength(100, { message: "ip_allowlist may list at most 100 entries" }),
+  Schema.isUnique({ message: "ip_allowlist must not repeat an entry" })
+)
+
+/** Every setting an operator may send; `name` is required on create only. */
+const settingsFields = {
+  status: Application.ApplicationStatus.annotate({
+    message: "status must be one of pending_review, active, suspended, disabled"
+  }),
+  methods: Methods,
+  currencies: Currencies,
+  locale: Money.Locale.annotate({ message: "locale must look like en or nl-NL" }),
+  min_amount: Money.NonNegativeAmount.annotate({ message: "min_amount must be an integer from 0 to 9007199254740991" }),
+  max_amount: Money.Amount.annotate({ message: "max_amount must be an integer from 1 to 9007199254740991" }),
+  return_url_host: Schema.NullOr(ReturnUrlHost),
+  webhook_url: Schema.NullOr(WebhookUrl),
+  ip_allowlist: IpAllowlist,
+  payment_ttl_seconds: Application.PaymentTtlSeconds.annotate({
+    message: "payment_ttl_seconds must be an integer from 60 to 604800"
+  }),
+  rate_limit_per_minute: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 })).annotate({
+    message: "rate_limit_per_minute must be an integer from 1 to 1000000"
+  })
+}
+
+/** `POST /applications`: `name` and any settings; the rest take `Application.defaults`. */
+export const CreateApplicationBody = Schema.Struct({
+  name: ApplicationName,
+  status: Schema.optionalKey(settingsFields.status),
+  methods: Schema.optionalKey(settingsFields.methods),
+  currencies: Schema.optionalKey(settingsFields.currencies),
+  locale: Schema.optionalKey(settingsFields.locale),
+  min_amount: Schema.optionalKey(settingsFields.min_amount),
+  max_amount: Schema.optionalKey(settingsFields.max_amount),
+  return_url_host: Schema.optionalKey(settingsFields.return_url_host),
+  webhook_url: Schema.optionalKey(settingsFields.webhook_url),
+  ip_allowlist: Schema.optionalKey(settingsFields.ip_allowlist),
+  payment_ttl_seconds: Schema.optionalKey(settingsFields.payment_ttl_seconds),
+  rate_limit_per_minute: Schema.optionalKey(settingsFields.rate_limit_per_minute)
+}).annotate({ identifier: "CreateApplicationBody" })
+export type CreateApplicationBody = typeof CreateApplicationBody.Type
+
+/** `PATCH /applications/{id}`: any of the create fields; the ones sent replace the stored values. */
+export const UpdateApplicationBody = Schema.Struct({
+  name: Schema.optionalKey(ApplicationName),
+  status: Schema.optionalKey(settingsFields.status),
+  methods: Schema.optionalKey(settingsFields.methods),
+  currencies: Schema.optionalKey(settingsFields.currencies),
+  locale: Schema.optionalKey(settingsFields.locale),
+  min_amount: Schema.optionalKey(settingsFields.min_amount),
+  max_amount: Schema.optionalKey(settingsFields.max_amount),
+  return_url_host: Schema.optionalKey(settingsFields.return_url_host),
+  webhook_url: Schema.optionalKey(settingsFields.webhook_url),
+  ip_allowlist: Schema.optionalKey(settingsFields.ip_allowlist),
+  payment_ttl_seconds: Schema.optionalKey(settingsFields.payment_ttl_seconds),
+  rate_limit_per_minute: Schema.optionalKey(settingsFields.rate_limit_per_minute)
+}).annotate({ identifier: "UpdateApplicationBody" })
+export type UpdateApplicationBody = typeof UpdateApplicationBody.Type
+
+/** `POST /applications/{id}/keys`. */
+export const CreateKeyBody = Schema.Struct({
+  mode: Mode.Mode.annotate({ message: "mode must be test or live" })
+}).annotate({ identifier: "CreateKeyBody" })
+
+/**
+ * `{id}` and `{key_id}` are read as plain strings and parsed by the handlers, so a malformed id gets the same
+ * 404 as an unknown one, with a message naming what was looked for.
+ */
+export const ApplicationParams = {
+  id: Schema.String.annotate({ description: "The application's id, a lower-case UUID." })
+}
+export const KeyParams = {
+  key_id: Schema.String.annotate({ description: "The key record's id (never the key), a lower-case UUID." })
+}
+
+const WebhookSecretValue = Schema.String.annotate({
+  description: "`whsec_` and 32 base62 characters. Shown this once; stored encrypted."
+})
+
+/** 201 of `POST /applications`: the application and its first webhook secret, shown this once. */
+export const ApplicationCreated = Schema.Struct({
+  application: Application.Application,
+  webhook_secret: WebhookSecretValue
+})
+  .annotate({ identifier: "ApplicationCreated" })
+  .pipe(HttpApiSchema.status(201))
+
+/** Every application, oldest first. Not paged: an installation has few. */
+export const ApplicationList = Schema.Struct({ data: Schema.Array(Application.Application) }).annotate({
+  identifier: "ApplicationList"
+})
+
+/** A key record as listed: the display form only, never the key. */
+export const ApiKeyView = Schema.Struct({
+  id: Ids.ApiKeyId,
+  mode: Mode.Mode,
+  display: Schema.String.annotate({ description: "Prefix, first four and last four characters: `pk_test_AbCd…wxyz`." }),
+  created_at: Timestamp.Timestamp,
+  last_used_at: Schema.NullOr(Timestamp.Timestamp),
+  revoked_at: Schema.NullOr(Timestamp.Timestamp)
+}).annotate({ identifier: "ApiKey" })
+
+/** Keys of an application, revoked ones included, oldest first. */
+export const ApiKeyList = Schema.Struct({ data: Schema.Array(ApiKeyView) }).annotate({ identifier: "ApiKeyList" })
+
+/** 201 of creating or rolling a key: the only answer that carries `key`. */
+export const IssuedApiKeyView = Schema.Struct({
+  id: Ids.ApiKeyId,
+  mode: Mode.Mode,
+  key: Schema.String.annotate({ description: "The whole key, shown this once; only its hash is stored." }),
+  display: Schema.String,
+  created_at: Timestamp.Timestamp
+})
+  .annotate({ identifier: "IssuedApiKey" })
+  .pipe(HttpApiSchema.status(201))
+
+/** 201 of `POST /applications/{id}/webhook-secret`. */
+export const WebhookSecretCreated = Schema.Struct({ webhook_secret: WebhookSecretValue })
+  .annotate({ identifier: "WebhookSecretCreated" })
+  .pipe(HttpApiSchema.status(201))

@@ -1,0 +1,49 @@
+/**
+ * The expiry sweeper (decisions §3): readers expire what they find, and this fiber expires the rest within 30 s.
+ * Every 10 s it expires due payments in batches (`FOR UPDATE SKIP LOCKED`, so several server processes share the
+ * work and never wait on each other or on a request) and forgets idempotency keys past their 24 hours. A failed
+ * round is logged and the next one runs as usual.
+ */
+import { Context, DateTime, Duration, Effect, Layer, Schedule } from "effect"
+import { IdempotencyStore } from "./IdempotencyStore.ts"
+import { Payments } from "./Payments.ts"
+
+/** Time between two rounds; with lazy expiry on every read, a payment is never seen pending past `expires_at`. */
+export const interval: Duration.Duration = Duration.seconds(10)
+
+export interface SweepResult {
+  readonly expired: number
+  readonly forgottenKeys: number
+}
+
+export class ExpirySweeper extends Context.Service<
+  ExpirySweeper,
+  {
+    /** One round, now. */
+    readonly sweep: Effect.Effect<SweepResult>
+  }
+>()("@kassa/server/payments/ExpirySweeper") {
+  /** The service and its background fiber, which lives as long as the layer. */
+  static readonly layer = Layer.effect(
+    ExpirySweeper,
+    Effect.gen(function* () {
+      const payments = yield* Payments
+      const idempotency = yield* IdempotencyStore
+
+      const sweep = Effect.gen(function* () {
+        const expired = yield* payments.expireDue()
+        const forgottenKeys = yield* idempotency.purgeExpired(yield* DateTime.now)
+        return { expired, forgottenKeys }
+      }).pipe(Effect.withSpan("ExpirySweeper.sweep"))
+
+      yield* sweep.pipe(
+        Effect.tap(({ expired }) => (expired > 0 ? Effect.logInfo(`Expired ${expired} payment(s)`) : Effect.void)),
+        Effect.catchCause((cause) => Effect.logError("Expiry sweep failed", cause)),
+        Effect.repeat(Schedule.spaced(interval)),
+        Effect.forkScoped
+      )
+
+      return ExpirySweeper.of({ sweep })
+    })
+  )
+}

@@ -1,0 +1,263 @@
+/**
+ * `Idempotency-Key` for create and refund (decisions §4), over the `idempotency_keys` table and the pure decision
+ * table in @kassa/core (`IdempotencyDecision`).
+ *
+ * One transaction does it all: claim the key, run the work, store the answer, commit. A request that dies before
+ * the commit leaves nothing behind — no record, no payment — so its retry starts afresh at once instead of waiting
+ * out a stale lock, and since the payment and the stored answer commit together a second payment is impossible:
+ * any later request either sees the committed record (and replays it) or, while the first still runs, cannot get
+ * the key's lock.
+ *
+ * "Still running" is a transaction-scoped advisory lock on the key (`pg_try_advisory_xact_lock`): it is held exactly
+ * as long as the claiming transaction, released by PostgreSQL when that transaction ends or its connection drops (a
+ * killed process), and trying it never waits, so a concurrent request answers 409
+ * `idempotency_request_in_progress` at once. A committed record without an answer (a lock in `locked_at`) can only
+ * come from elsewhere (a future two-phase caller, or an operator); the decision table still treats it as in
+ * progress for 60 s and then lets a retry take over, and the work then looks for what the dead request made
+ * (`Claim.takeover`) before doing anything.
+ */
+import { ApiError, IdempotencyDecision, type IdempotencyKey } from "@kassa/core"
+import { Context, Data, DateTime, Duration, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Scope } from "./PaymentRepository.ts"
+
+/** A final HTTP answer of an idempotent endpoint, as stored and replayed. */
+export interface Answer {
+  readonly status: number
+  /** The exact JSON body text. */
+  readonly body: string
+  /** Headers that belong to the answer (`Location` of a 201). */
+  readonly headers: Readonly<Record<string, string>>
+  /** `error.code` of an error answer. */
+  readonly code?: string | undefined
+}
+
+/** The answer for a contract error. */
+export const errorAnswer = (error: ApiError.ApiError, headers: Readonly<Record<string, string>> = {}): Answer => ({
+  status: ApiError.statusOf(error),
+  body: JSON.stringify(ApiError.toWire(error)),
+  headers,
+  code: ApiError.catalogue[error._tag].code
+})
+
+/** What the work learns about the key it runs under. */
+export interface Claim {
+  readonly key: string
+  /** The record's first use: what was made under the key since then belongs to this record. */
+  readonly since: DateTime.Utc
+  /** The key was left without an answer by a request that died: its work may already be done. */
+  readonly takeover: boolean
+}
+
+export interface IdempotentRequest {
+  readonly scope: Scope
+  readonly key: IdempotencyKey.IdempotencyKey
+  readonly method: string
+  /** The request path without query, e.g. `/api/v1/payments`. */
+  readonly path: string
+  /** `RequestFingerprint` of the body. */
+  readonly fingerprint: string
+}
+
+export interface Outcome {
+  readonly answer: Answer
+  /** The answer is a stored one (send `Idempotent-Replayed: true`). */
+  readonly replayed: boolean
+}
+
+// An answer that must not be remembered: the claim is rolled back with everything else.
+class Unstored extends Data.TaggedError("Unstored")<{ readonly answer: Answer }> {}
+
+const inProgress = errorAnswer(
+  new ApiError.IdempotencyRequestInProgress({
+    message: "A request with this Idempotency-Key is still running; retry in a second."
+  }),
+  { "retry-after": String(Duration.toSeconds(IdempotencyDecision.inProgressRetryAfter)) }
+)
+
+const reused = (mismatch: "method" | "path" | "body") =>
+  errorAnswer(
+    new ApiError.IdempotencyKeyReused({
+      message:
+        mismatch === "body"
+          ? "This Idempotency-Key was used with a different body; use a new key for a new request."
+          : "This Idempotency-Key was used on another endpoint; use a new key for a new request."
+    })
+  )
+
+type Row = Readonly<Record<string, unknown>>
+
+const toRecord = (row: Row): IdempotencyDecision.IdempotencyRecord => {
+  const headers = row.response_headers as Record<string, string> | null
+  return {
+    method: String(row.method),
+    path: String(row.path),
+    fingerprint: String(row.fingerprint),
+    createdAt: DateTime.makeUnsafe(row.created_at as Date),
+    lockedAt: row.locked_at === null ? null : DateTime.makeUnsafe(row.locked_at as Date),
+    response:
+      row.response_status === null
+        ? null
+        : {
+            status: Number(row.response_status),
+            body: String(row.response_body),
+            ...(headers === null ? {} : { headers })
+          }
+  }
+}
+
+export class IdempotencyStore extends Context.Service<
+  IdempotencyStore,
+  {
+    /**
+     * Runs `work` at most once per key (within 24 h) and answers every request with that key as decisions §4 says.
+     * `work` runs inside the key's transaction; whatever it writes commits together with the stored answer.
+     */
+    readonly run: <R>(
+      request: IdempotentRequest,
+      work: (claim: Claim) => Effect.Effect<Answer, never, R>
+    ) => Effect.Effect<Outcome, never, R>
+    /** Forgets keys past their 24 hours; returns how many. */
+    readonly purgeExpired: (now: DateTime.Utc) => Effect.Effect<number>
+  }
+>()("@kassa/server/payments/IdempotencyStore") {
+  static readonly layer = Layer.effect(
+    IdempotencyStore,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+
+      const read = (request: IdempotentRequest) =>
+        sql`
+          SELECT * FROM idempotency_keys
+          WHERE application_id = ${request.scope.applicationId} AND mode = ${request.scope.mode}
+            AND key = ${request.key}
+        `.pipe(Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toRecord)))
+
+      // Never waits: the lock is either free or held by a transaction working on this very key.
+      const tryLock = (request: IdempotentRequest) =>
+        sql`
+          SELECT pg_try_advisory_xact_lock(
+            hashtextextended(${`idempotency:${request.scope.applicationId}:${request.scope.mode}:${request.key}`}, 0)
+          ) AS locked
+        `.pipe(Effect.map((rows) => rows[0]?.locked === true))
+
+      /**
+       * Claims the key for this request. Each write is conditional on the state the decision saw (no record; a
+       * record past 24 h; a lock past 60 s), so even without the advisory lock only one request could win a claim.
+       */
+      const claim = (
+        request: IdempotentRequest,
+        decision: IdempotencyDecision.IdempotencyDecision,
+        now: DateTime.Utc
+      ) => {
+        const at = DateTime.toDateUtc(now)
+        const where = sql`
+          application_id = ${request.scope.applicationId} AND mode = ${request.scope.mode} AND key = ${request.key}
+        `
+        switch (decision._tag) {
+          case "Start":
+            return decision.reason === "new"
+              ? sql`
+                  INSERT INTO idempotency_keys (application_id, mode, key, method, path, fingerprint, created_at,
+                    locked_at)
+                  VALUES (${request.scope.applicationId}, ${request.scope.mode}, ${request.key}, ${request.method},
+                    ${request.path}, ${request.fingerprint}, ${at}, ${at})
+                  ON CONFLICT DO NOTHING
+                  RETURNING key
+                `
+              : sql`
+                  UPDATE idempotency_keys
+                  SET method = ${request.method}, path = ${request.path}, fingerprint = ${request.fingerprint},
+                      created_at = ${at}, locked_at = ${at}, response_status = NULL, response_body = NULL,
+                      response_headers = NULL
+                  WHERE ${where}
+                    AND created_at <= ${DateTime.toDateUtc(DateTime.subtractDuration(now, IdempotencyDecision.retention))}
+                  RETURNING key
+                `
+          default:
+            return sql`
+              UPDATE idempotency_keys SET locked_at = ${at}
+              WHERE ${where} AND response_status IS NULL
+                AND (locked_at IS NULL
+                  OR locked_at <= ${DateTime.toDateUtc(DateTime.subtractDuration(now, IdempotencyDecision.lockTimeout))})
+              RETURNING key
+            `
+        }
+      }
+
+      const store = (request: IdempotentRequest, answer: Answer) => sql`
+        UPDATE idempotency_keys
+        SET response_status = ${answer.status}, response_body = ${answer.body},
+            response_headers = ${JSON.stringify(answer.headers)}::jsonb, locked_at = NULL
+        WHERE application_id = ${request.scope.applicationId} AND mode = ${request.scope.mode}
+          AND key = ${request.key}
+      `
+
+      const replay = (response: IdempotencyDecision.StoredResponse): Outcome => ({
+        answer: { status: response.status, body: response.body, headers: response.headers ?? {} },
+        replayed: true
+      })
+
+      const run = <R>(request: IdempotentRequest, work: (claim: Claim) => Effect.Effect<Answer, never, R>) =>
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const now = yield* DateTime.now
+              const decideNow = (stored: Option.Option<IdempotencyDecision.IdempotencyRecord>) =>
+                IdempotencyDecision.decide(
+                  { method: request.method, path: request.path, fingerprint: request.fingerprint, now },
+                  stored
+                )
+              // A finished record answers without the lock: its answer never changes.
+              const early = decideNow(yield* read(request))
+              if (early._tag === "Replay") return replay(early.response)
+              if (early._tag === "Reused") return { answer: reused(early.mismatch), replayed: false }
+
+              if (!(yield* tryLock(request))) return { answer: inProgress, replayed: false }
+              // Whoever held the lock before has committed or rolled back: this read is the truth.
+              const stored = yield* read(request)
+              const decision = decideNow(stored)
+              switch (decision._tag) {
+                case "Replay":
+                  return replay(decision.response)
+                case "Reused":
+                  return { answer: reused(decision.mismatch), replayed: false }
+                case "InProgress":
+                  return { answer: inProgress, replayed: false }
+                case "Start":
+                case "TakeOver": {
+                  const claimed = yield* claim(request, decision, now)
+                  // Only a record written around this code (not under the lock) can make a claim miss.
+                  if (claimed.length === 0) return { answer: inProgress, replayed: false }
+                  const takeover = decision._tag === "TakeOver"
+                  const since = takeover && Option.isSome(stored) ? stored.value.createdAt : now
+                  const answer = yield* work({ key: request.key, since, takeover })
+                  if (!IdempotencyDecision.shouldStore(answer.status, answer.code)) {
+                    return yield* new Unstored({ answer })
+                  }
+                  yield* store(request, answer)
+                  return { answer, replayed: false }
+                }
+              }
+            })
+          )
+          .pipe(
+            Effect.catchTag("Unstored", ({ answer }) => Effect.succeed<Outcome>({ answer, replayed: false })),
+            Effect.catchTag("SqlError", Effect.die),
+            Effect.withSpan("IdempotencyStore.run")
+          )
+
+      const purgeExpired = (now: DateTime.Utc) =>
+        sql`
+          DELETE FROM idempotency_keys
+          WHERE created_at <= ${DateTime.toDateUtc(DateTime.subtractDuration(now, IdempotencyDecision.retention))}
+          RETURNING key
+        `.pipe(
+          Effect.map((rows) => rows.length),
+          Effect.orDie
+        )
+
+      return IdempotencyStore.of({ run, purgeExpired })
+    })
+  )
+}

@@ -1,0 +1,386 @@
+/**
+ * Payments and their refunds in PostgreSQL: row ↔ domain mapping, loading with refunds, the per-payment row lock,
+ * writes and the list query. No rules here: the state machine in @kassa/core decides, this module stores.
+ *
+ * Every statement runs on the caller's connection, so inside `sql.withTransaction` it is part of the caller's
+ * transaction. Database failures are defects, except the two the contract gives a meaning: a lock held by another
+ * transaction (`PaymentBusy`) and rule 5's unique index (`OrderReferenceTaken`, the backstop when creates race).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { ApiError, Ids, type Mode, type Payment } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, type Statement } from "effect/sql"
+import { ServerConfig } from "../config/ServerConfig.ts"
+
+/** What a key may see: its application's payments in its mode. */
+export interface Scope {
+  readonly applicationId: Ids.ApplicationId
+  readonly mode: Mode.Mode
+}
+
+/** A payment as stored: the domain object plus what only the server needs. */
+export interface StoredPayment {
+  readonly applicationId: Ids.ApplicationId
+  readonly payment: Payment.Payment
+  readonly updatedAt: DateTime.Utc
+}
+
+/** An insert lost the race for its order reference to a payment committed meanwhile. */
+export class OrderReferenceTaken extends Schema.TaggedError<OrderReferenceTaken>()("OrderReferenceTaken", {}) {}
+
+/** `starting_after` names no payment the caller can see. */
+export class CursorNotFound extends Schema.TaggedError<CursorNotFound>()("CursorNotFound", {}) {}
+
+export interface ListQuery {
+  readonly limit: number
+  readonly starting_after?: Ids.PaymentId | undefined
+  readonly status?: Payment.PaymentStatus | undefined
+  readonly order_reference?: string | undefined
+}
+
+export interface Page {
+  readonly payments: ReadonlyArray<StoredPayment>
+  readonly hasMore: boolean
+}
+
+/** How {@link PaymentRepository.lock} treats a row another transaction holds. */
+export type LockMode = "nowait" | "wait"
+
+const utc = (value: unknown): DateTime.Utc => DateTime.makeUnsafe(value as Date)
+const utcOrNull = (value: unknown): DateTime.Utc | null => (value === null || value === undefined ? null : utc(value))
+const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
+
+type Row = Readonly<Record<string, unknown>>
+
+const refundFromRow = (row: Row): Payment.Refund => ({
+  id: Ids.RefundId.make(String(row.id)),
+  amount: Number(row.amount),
+  status: row.status as Payment.RefundStatus,
+  reason: (row.reason as string | null) ?? null,
+  created_at: utc(row.created_at),
+  confirmed_at: utcOrNull(row.confirmed_at)
+})
+
+export class PaymentRepository extends Context.Service<
+  PaymentRepository,
+  {
+    /** The payment with this id, within `scope` when given (the checkout looks up by id alone). */
+    readonly find: (id: Ids.PaymentId, scope?: Scope) => Effect.Effect<Option.Option<StoredPayment>>
+    /**
+     * Locks the payment's row for the rest of the transaction and loads it. `nowait`: a row held by another
+     * transaction fails with `PaymentBusy` at once (55P03), which also aborts the transaction.
+     */
+    readonly lock: (
+      id: Ids.PaymentId,
+      scope: Scope | undefined,
+      mode: LockMode
+    ) => Effect.Effect<Option.Option<StoredPayment>, ApiError.PaymentBusy>
+    /** Payments by id, in the given order (missing ones left out). */
+    readonly findMany: (ids: ReadonlyArray<Ids.PaymentId>) => Effect.Effect<ReadonlyArray<StoredPayment>>
+    /** Inserts a new payment (no refunds yet); `OrderReferenceTaken` when rule 5's unique index refuses it. */
+    readonly insert: (
+      payment: Payment.Payment,
+      owner: { readonly applicationId: Ids.ApplicationId; readonly idempotencyKey: string | null },
+      now: DateTime.Utc
+    ) => Effect.Effect<void, OrderReferenceTaken>
+    /** Writes what changed from `before` to `after`: the payment's columns, new refunds, changed refunds. */
+    readonly save: (
+      before: Payment.Payment,
+      after: Payment.Payment,
+      now: DateTime.Utc,
+      refundIdempotencyKey?: string | null
+    ) => Effect.Effect<void>
+    /** The payment that holds `orderReference` under rule 5, if any. */
+    readonly findBlocking: (scope: Scope, orderReference: string) => Effect.Effect<Option.Option<Ids.PaymentId>>
+    /** The payment a create with this Idempotency-Key made since `since` (the key record's first use). */
+    readonly findByIdempotencyKey: (
+      scope: Scope,
+      key: string,
+      since: DateTime.Utc
+    ) => Effect.Effect<Option.Option<StoredPayment>>
+    /** The payment of the refund a request with this Idempotency-Key made since `since`. */
+    readonly findRefundByIdempotencyKey: (
+      scope: Scope,
+      key: string,
+      since: DateTime.Utc
+    ) => Effect.Effect<Option.Option<Ids.PaymentId>>
+    /** A page of payments, newest first. */
+    readonly list: (scope: Scope, query: ListQuery) => Effect.Effect<Page, CursorNotFound>
+    /**
+     * Locks up to `limit` pending payments past their expiry and returns their ids. Without a scope (the sweeper)
+     * rows other transactions hold are skipped; with one (a reader) it waits for them, in id order so that two
+     * readers cannot deadlock.
+     */
+    readonly lockDue: (options: {
+      readonly now: DateTime.Utc
+      readonly limit: number
+      readonly scope?: Scope | undefined
+    }) => Effect.Effect<ReadonlyArray<Ids.PaymentId>>
+  }
+>()("@kassa/server/payments/PaymentRepository") {
+  static readonly layer = Layer.effect(
+    PaymentRepository,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const pg = yield* PgClient.PgClient
+      const { baseUrl } = yield* ServerConfig
+
+      const checkoutUrl = (id: string) => `${baseUrl}/checkout/${id}`
+
+      const fromRow = (row: Row, refunds: ReadonlyArray<Payment.Refund>): StoredPayment => {
+        const id = Ids.PaymentId.make(String(row.id))
+        return {
+          applicationId: Ids.ApplicationId.make(String(row.application_id)),
+          updatedAt: utc(row.updated_at),
+          payment: {
+            id,
+            status: row.status as Payment.PaymentStatus,
+            mode: row.mode as Mode.Mode,
+            amount: Number(row.amount),
+            refunded_amount: Number(row.refunded_amount),
+            currency: String(row.currency),
+            method: String(row.method),
+            order_reference: String(row.order_reference),
+            description: (row.description as string | null) ?? null,
+            customer: row.customer as Payment.Customer,
+            payer: (row.payer as Payment.Payer | null) ?? null,
+            locale: String(row.locale),
+            return_url: (row.return_url as string | null) ?? null,
+            metadata: row.metadata as Payment.Metadata,
+            checkout_url: checkoutUrl(id),
+            expires_at: utc(row.expires_at),
+            paid_at: utcOrNull(row.paid_at),
+            created_at: utc(row.created_at),
+            refunds
+          }
+        }
+      }
+
+      /** Attaches each payment's refunds (oldest first), one query for all of them. */
+      const withRefunds = (rows: ReadonlyArray<Row>) =>
+        Effect.gen(function* () {
+          if (rows.length === 0) return []
+          const ids = rows.map((row) => String(row.id))
+          const refundRows = yield* sql`
+            SELECT * FROM refunds WHERE ${sql.in("payment_id", ids)} ORDER BY created_at, seq
+          `
+          const byPayment = new Map<string, Array<Payment.Refund>>()
+          for (const refund of refundRows) {
+            const key = String(refund.payment_id)
+            const list = byPayment.get(key) ?? []
+            list.push(refundFromRow(refund))
+            byPayment.set(key, list)
+          }
+          return rows.map((row) => fromRow(row, byPayment.get(String(row.id)) ?? []))
+        })
+
+      const first = (rows: ReadonlyArray<StoredPayment>) => Option.fromNullishOr(rows[0])
+
+      const scoped = (id: Ids.PaymentId, scope: Scope | undefined): Statement.Fragment =>
+        scope === undefined
+          ? sql`id = ${id}`
+          : sql.and([sql`id = ${id}`, sql`application_id = ${scope.applicationId}`, sql`mode = ${scope.mode}`])
+
+      const find = (id: Ids.PaymentId, scope?: Scope) =>
+        sql`SELECT * FROM payments WHERE ${scoped(id, scope)}`.pipe(
+          Effect.flatMap(withRefunds),
+          Effect.map(first),
+          Effect.orDie
+        )
+
+      const busy = new ApiError.PaymentBusy({
+        message: "The payment is being updated by another request; retry in a few seconds."
+      })
+
+      const lock = (id: Ids.PaymentId, scope: Scope | undefined, mode: LockMode) =>
+        (mode === "nowait"
+          ? sql`SELECT * FROM payments WHERE ${scoped(id, scope)} FOR UPDATE NOWAIT`
+          : sql`SELECT * FROM payments WHERE ${scoped(id, scope)} FOR UPDATE`
+        ).pipe(
+          Effect.flatMap(withRefunds),
+          Effect.map(first),
+          Effect.catchReason("SqlError", "LockTimeoutError", () => Effect.fail(busy)),
+          Effect.catchTag("SqlError", Effect.die)
+        )
+
+      const findMany = (ids: ReadonlyArray<Ids.PaymentId>) =>
+        ids.length === 0
+          ? Effect.succeed([])
+          : sql`SELECT * FROM payments WHERE ${sql.in("id", ids)}`.pipe(
+              Effect.flatMap(withRefunds),
+              Effect.map((stored) => {
+                const byId = new Map(stored.map((entry) => [entry.payment.id as string, entry]))
+                return ids.flatMap((id) => {
+                  const entry = byId.get(id)
+                  return entry === undefined ? [] : [entry]
+                })
+              }),
+              Effect.orDie
+            )
+
+      const insert = (
+        payment: Payment.Payment,
+        owner: { readonly applicationId: Ids.ApplicationId; readonly idempotencyKey: string | null },
+        now: DateTime.Utc
+      ) =>
+        // The arbiter is rule 5's partial unique index: a payment holding the reference (committed, or committing
+        // meanwhile: PostgreSQL waits for it) means nothing is inserted, and the transaction stays usable.
+        sql`
+          INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
+            order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
+            created_at, updated_at, idempotency_key)
+          VALUES (${payment.id}, ${owner.applicationId}, ${payment.mode}, ${payment.status}, ${payment.amount},
+            ${payment.refunded_amount}, ${payment.currency}, ${payment.method}, ${payment.order_reference},
+            ${payment.description}, ${pg.json(payment.customer)},
+            ${payment.payer === null ? null : pg.json(payment.payer)}, ${payment.locale}, ${payment.return_url},
+            ${pg.json(payment.metadata)}, ${toDate(payment.expires_at)},
+            ${payment.paid_at === null ? null : toDate(payment.paid_at)}, ${toDate(payment.created_at)},
+            ${toDate(now)}, ${owner.idempotencyKey})
+          ON CONFLICT (application_id, mode, order_reference)
+            WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
+            DO NOTHING
+          RETURNING id
+        `.pipe(
+          Effect.orDie,
+          Effect.flatMap((rows) => (rows.length === 0 ? Effect.fail(new OrderReferenceTaken()) : Effect.void))
+        )
+
+      const insertRefund = (paymentId: Ids.PaymentId, refund: Payment.Refund, idempotencyKey: string | null) => sql`
+        INSERT INTO refunds (id, payment_id, amount, status, reason, created_at, confirmed_at, idempotency_key)
+        VALUES (${refund.id}, ${paymentId}, ${refund.amount}, ${refund.status}, ${refund.reason},
+          ${toDate(refund.created_at)}, ${refund.confirmed_at === null ? null : toDate(refund.confirmed_at)},
+          ${idempotencyKey})
+      `
+
+      const save = (
+        before: Payment.Payment,
+        after: Payment.Payment,
+        now: DateTime.Utc,
+        refundIdempotencyKey: string | null = null
+      ) =>
+        Effect.gen(function* () {
+          yield* sql`
+            UPDATE payments
+            SET status = ${after.status}, refunded_amount = ${after.refunded_amount},
+                payer = ${after.payer === null ? null : pg.json(after.payer)},
+                paid_at = ${after.paid_at === null ? null : toDate(after.paid_at)}, updated_at = ${toDate(now)}
+            WHERE id = ${after.id}
+          `
+          const previous = new Map(before.refunds.map((refund) => [refund.id as string, refund]))
+          for (const refund of after.refunds) {
+            const old = previous.get(refund.id)
+            if (old === undefined) {
+              yield* insertRefund(after.id, refund, refundIdempotencyKey)
+            } else if (old.status !== refund.status) {
+              yield* sql`
+                UPDATE refunds
+                SET status = ${refund.status},
+                    confirmed_at = ${refund.confirmed_at === null ? null : toDate(refund.confirmed_at)}
+                WHERE id = ${refund.id}
+              `
+            }
+          }
+        }).pipe(Effect.orDie)
+
+      const findBlocking = (scope: Scope, orderReference: string) =>
+        sql`
+          SELECT id FROM payments
+          WHERE application_id = ${scope.applicationId} AND mode = ${scope.mode}
+            AND order_reference = ${orderReference}
+            AND status IN ('pending', 'paid', 'partially_refunded', 'refunded')
+        `.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => Ids.PaymentId.make(String(row.id)))),
+          Effect.orDie
+        )
+
+      const findByIdempotencyKey = (scope: Scope, key: string, since: DateTime.Utc) =>
+        sql`
+          SELECT * FROM payments
+          WHERE application_id = ${scope.applicationId} AND mode = ${scope.mode} AND idempotency_key = ${key}
+            AND created_at >= ${toDate(since)}
+          ORDER BY created_at DESC, seq DESC
+          LIMIT 1
+        `.pipe(Effect.flatMap(withRefunds), Effect.map(first), Effect.orDie)
+
+      const findRefundByIdempotencyKey = (scope: Scope, key: string, since: DateTime.Utc) =>
+        sql`
+          SELECT r.payment_id FROM refunds r JOIN payments p ON p.id = r.payment_id
+          WHERE r.idempotency_key = ${key} AND r.created_at >= ${toDate(since)}
+            AND p.application_id = ${scope.applicationId} AND p.mode = ${scope.mode}
+          ORDER BY r.created_at DESC, r.seq DESC
+          LIMIT 1
+        `.pipe(
+          Effect.map((rows) =>
+            Option.map(Option.fromNullishOr(rows[0]), (row) => Ids.PaymentId.make(String(row.payment_id)))
+          ),
+          Effect.orDie
+        )
+
+      const list = (scope: Scope, query: ListQuery) =>
+        Effect.gen(function* () {
+          const clauses: Array<Statement.Fragment> = [
+            sql`application_id = ${scope.applicationId}`,
+            sql`mode = ${scope.mode}`
+          ]
+          if (query.status !== undefined) clauses.push(sql`status = ${query.status}`)
+          if (query.order_reference !== undefined) clauses.push(sql`order_reference = ${query.order_reference}`)
+          if (query.starting_after !== undefined) {
+            const cursor = yield* sql`
+              SELECT created_at, seq FROM payments
+              WHERE id = ${query.starting_after} AND application_id = ${scope.applicationId} AND mode = ${scope.mode}
+            `.pipe(Effect.orDie)
+            const row = cursor[0]
+            if (row === undefined) return yield* new CursorNotFound()
+            // Newest first: everything strictly older than the cursor in (created_at, seq) order.
+            clauses.push(sql`(created_at, seq) < (${row.created_at as Date}, ${row.seq as bigint})`)
+          }
+          const rows = yield* sql`
+            SELECT * FROM payments WHERE ${sql.and(clauses)}
+            ORDER BY created_at DESC, seq DESC
+            LIMIT ${query.limit + 1}
+          `.pipe(Effect.orDie)
+          const payments = yield* withRefunds(rows.slice(0, query.limit)).pipe(Effect.orDie)
+          return { payments, hasMore: rows.length > query.limit }
+        })
+
+      const lockDue = (options: {
+        readonly now: DateTime.Utc
+        readonly limit: number
+        readonly scope?: Scope | undefined
+      }) =>
+        (options.scope === undefined
+          ? sql`
+              SELECT id FROM payments
+              WHERE status = 'pending' AND expires_at <= ${toDate(options.now)}
+              ORDER BY expires_at
+              LIMIT ${options.limit}
+              FOR UPDATE SKIP LOCKED
+            `
+          : sql`
+              SELECT id FROM payments
+              WHERE application_id = ${options.scope.applicationId} AND mode = ${options.scope.mode}
+                AND status = 'pending' AND expires_at <= ${toDate(options.now)}
+              ORDER BY id
+              LIMIT ${options.limit}
+              FOR UPDATE
+            `
+        ).pipe(
+          Effect.map((rows) => rows.map((row) => Ids.PaymentId.make(String(row.id)))),
+          Effect.orDie
+        )
+
+      return PaymentRepository.of({
+        find,
+        lock,
+        findMany,
+        insert,
+        save,
+        findBlocking,
+        findByIdempotencyKey,
+        findRefundByIdempotencyKey,
+        list,
+        lockDue
+      })
+    })
+  )
+}

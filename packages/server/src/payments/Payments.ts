@@ -1,0 +1,424 @@
+/**
+ * The payments service: every merchant operation on a payment, plus what the hosted checkout and the expiry
+ * sweeper need. The imperative shell around @kassa/core: load (and lock) the payment, let the state machine
+ * decide, then write the payment, its event and its delivery in one transaction.
+ *
+ * - Writers take the payment's row lock with NOWAIT: a payment another request is changing answers 409
+ *   `payment_busy` at once, and two refunds can never both see the same refundable amount.
+ * - Lazy expiry: every reader and writer passes the payment through `PaymentStateMachine.observe` first, so a
+ *   pending payment past `expires_at` is expired (and its event written, committed) before anything is answered.
+ * - A business refusal after a lazy expiry still commits the expiry: the transaction returns the refusal as a
+ *   `Result` and it is raised only after the commit.
+ */
+import { ApiError, CreatePayment, Ids, Payment, PaymentStateMachine, RefundRules, RequestValidation } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option, Result } from "effect"
+import { SecureRandom } from "effect/crypto"
+import { SqlClient } from "effect/sql"
+import { ApplicationRepository } from "../applications/ApplicationRepository.ts"
+import { ServerConfig } from "../config/ServerConfig.ts"
+import { EventOutbox } from "./EventOutbox.ts"
+import type { Claim } from "./IdempotencyStore.ts"
+import { PaymentProvider } from "./PaymentProvider.ts"
+import { type ListQuery, PaymentRepository, type Scope, type StoredPayment } from "./PaymentRepository.ts"
+
+export interface CreateRequest {
+  readonly scope: Scope
+  /** The request body (already shape-checked by the API); `CreatePayment.decide` applies every create rule. */
+  readonly body: unknown
+  /** `Kassa-Simulate`: with a test key, `provider_error` makes the simulator refuse. */
+  readonly simulate?: "provider_error" | undefined
+  /** Set when the request carries an Idempotency-Key (see IdempotencyStore). */
+  readonly idempotency?: Claim | undefined
+}
+
+export type CreateError = CreatePayment.CreateRejection | ApiError.OrderReferenceAlreadyPaid | ApiError.ProviderError
+
+export interface RefundRequest {
+  readonly amount?: number | undefined
+  readonly reason?: string | null | undefined
+}
+
+export type RefundError =
+  | ApiError.NotFound
+  | ApiError.RefundsProcessedManually
+  | ApiError.PaymentNotRefundable
+  | ApiError.RefundAmountExceedsRefundable
+  | ApiError.PaymentBusy
+
+export interface PaymentPage {
+  readonly data: ReadonlyArray<Payment.Payment>
+  readonly has_more: boolean
+}
+
+export class Payments extends Context.Service<
+  Payments,
+  {
+    /** Creates a payment: `pending`, or `failed` with 502 `provider_error` when the provider refuses. */
+    readonly create: (request: CreateRequest) => Effect.Effect<Payment.Payment, CreateError>
+    readonly retrieve: (scope: Scope, id: Ids.PaymentId) => Effect.Effect<Payment.Payment, ApiError.NotFound>
+    /** Newest first; `starting_after` naming no visible payment is `validation_failed`. */
+    readonly list: (scope: Scope, query: ListQuery) => Effect.Effect<PaymentPage, ApiError.ValidationFailed>
+    readonly cancel: (
+      scope: Scope,
+      id: Ids.PaymentId
+    ) => Effect.Effect<Payment.Payment, ApiError.NotFound | ApiError.PaymentNotCancellable | ApiError.PaymentBusy>
+    /** Test keys refund at once; live keys get `refunds_processed_manually` (after the 404 check). */
+    readonly refund: (
+      scope: Scope,
+      id: Ids.PaymentId,
+      request: RefundRequest,
+      idempotency?: Claim
+    ) => Effect.Effect<Payment.Payment, RefundError>
+    /** The test simulator: test keys only (a live key gets `not_found`). */
+    readonly simulate: (
+      scope: Scope,
+      id: Ids.PaymentId,
+      outcome: PaymentStateMachine.Outcome
+    ) => Effect.Effect<Payment.Payment, ApiError.NotFound | ApiError.PaymentNotPending | ApiError.PaymentBusy>
+    /**
+     * The hosted checkout's view of a payment, by id alone (the page is public): as fetch would return it, with
+     * lazy expiry applied.
+     */
+    readonly checkout: (id: Ids.PaymentId) => Effect.Effect<Payment.Payment, ApiError.NotFound>
+    /**
+     * The hosted checkout's Pay / Fail / Let it expire, by payment id alone. Pay and Fail record the payer. Only
+     * test payments are settled here (a live payment is decided by its provider): a live one is `not_found`.
+     */
+    readonly settle: (
+      id: Ids.PaymentId,
+      outcome: PaymentStateMachine.Outcome,
+      payer: Payment.Payer | null
+    ) => Effect.Effect<Payment.Payment, ApiError.NotFound | ApiError.PaymentNotPending | ApiError.PaymentBusy>
+    /**
+     * Expires pending payments past `expires_at`, in batches of `batchSize`, each batch its own transaction; returns
+     * how many. Without a scope (the sweeper) rows other requests hold are left for the next round.
+     */
+    readonly expireDue: (options?: {
+      readonly scope?: Scope | undefined
+      readonly batchSize?: number | undefined
+    }) => Effect.Effect<number>
+  }
+>()("@kassa/server/payments/Payments") {
+  static readonly layer = Layer.effect(
+    Payments,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* PaymentRepository
+      const outbox = yield* EventOutbox
+      const provider = yield* PaymentProvider
+      const applications = yield* ApplicationRepository
+      const random = yield* SecureRandom.SecureRandom
+      const { baseUrl } = yield* ServerConfig
+      const docsUrl = `${baseUrl}/docs/refunds`
+
+      const notFound = () => new ApiError.NotFound({ message: "No payment with this id." })
+
+      const reload = (id: Ids.PaymentId) =>
+        repo.find(id).pipe(
+          Effect.flatMap(
+            Option.match({
+              onNone: () => Effect.die(new Error(`payment ${id} vanished inside its own transaction`)),
+              onSome: Effect.succeed
+            })
+          )
+        )
+
+      /**
+       * Writes a transition of a locked payment with its events. The events carry the payment as fetch returns it
+       * afterwards (read back, so `data` and a later fetch are the same bytes).
+       */
+      const apply = (
+        stored: StoredPayment,
+        transition: PaymentStateMachine.Transition,
+        now: DateTime.Utc,
+        refundIdempotencyKey: string | null = null
+      ) =>
+        Effect.gen(function* () {
+          yield* repo.save(stored.payment, transition.payment, now, refundIdempotencyKey)
+          const after = yield* reload(stored.payment.id)
+          if (transition.events.length > 0) {
+            yield* outbox.record(stored.applicationId, after.payment, transition.events, now)
+          }
+          return after
+        })
+
+      /** Lazy expiry of a locked payment. */
+      const observe = (stored: StoredPayment, now: DateTime.Utc) => {
+        const transition = PaymentStateMachine.observe(stored.payment, now)
+        return transition.events.length === 0 ? Effect.succeed(stored) : apply(stored, transition, now)
+      }
+
+      /**
+       * The read path: no lock unless the payment is due, then a (waiting) lock to expire it before answering.
+       * Waiting is safe: lock holders are short single-row transactions.
+       */
+      const read = (id: Ids.PaymentId, scope?: Scope) =>
+        Effect.gen(function* () {
+          const found = yield* repo.find(id, scope)
+          if (Option.isNone(found)) return Option.none<Payment.Payment>()
+          if (!PaymentStateMachine.isDue(found.value.payment, yield* DateTime.now)) {
+            return Option.some(found.value.payment)
+          }
+          return yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const locked = yield* repo.lock(id, scope, "wait")
+              if (Option.isNone(locked)) return Option.none<Payment.Payment>()
+              const seen = yield* observe(locked.value, yield* DateTime.now)
+              return Option.some(seen.payment)
+            })
+          )
+        }).pipe(Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die }))
+
+      const readOrNotFound = (id: Ids.PaymentId, scope?: Scope) =>
+        read(id, scope).pipe(
+          Effect.flatMap(
+            Option.match({ onNone: () => Effect.fail(notFound()), onSome: (payment) => Effect.succeed(payment) })
+          )
+        )
+
+      /**
+       * The write path: lock NOWAIT (busy → `payment_busy`, rolled back), lazy expiry, then `change` decides. A
+       * refusal is returned, not raised, inside the transaction so that the expiry still commits.
+       */
+      const mutate = <E>(
+        id: Ids.PaymentId,
+        scope: Scope | undefined,
+        change: (payment: Payment.Payment, now: DateTime.Utc) => Result.Result<PaymentStateMachine.Transition, E>,
+        refundIdempotencyKey: string | null = null
+      ) =>
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const locked = yield* repo.lock(id, scope, "nowait")
+              if (Option.isNone(locked)) return Result.fail<E | ApiError.NotFound>(notFound())
+              const now = yield* DateTime.now
+              const seen = yield* observe(locked.value, now)
+              const decided = change(seen.payment, now)
+              if (Result.isFailure(decided)) return Result.fail<E | ApiError.NotFound>(decided.failure)
+              const after = yield* apply(seen, decided.success, now, refundIdempotencyKey)
+              return Result.succeed(after.payment)
+            })
+          )
+          .pipe(Effect.catchTag("SqlError", Effect.die), Effect.flatMap(Effect.fromResult))
+
+      /** What a create answers for a stored payment: a payment created `failed` was refused by the provider. */
+      const createAnswer = (
+        stored: StoredPayment,
+        refused: boolean
+      ): Result.Result<Payment.Payment, ApiError.ProviderError> =>
+        refused
+          ? Result.fail(
+              new ApiError.ProviderError({
+                message: "The payment provider refused the payment; it is stored as failed. Create a new one to retry.",
+                payment_id: stored.payment.id
+              })
+            )
+          : Result.succeed(stored.payment)
+
+      const create = Effect.fn("Payments.create")(
+        function* (request: CreateRequest) {
+          const { scope } = request
+          const application = yield* applications.find(scope.applicationId).pipe(
+            Effect.flatMap(
+              Option.match({
+                onNone: () => Effect.die(new Error("the authenticated application does not exist")),
+                onSome: Effect.succeed
+              })
+            )
+          )
+          const draft = yield* Effect.fromResult(CreatePayment.decide(request.body, application))
+          const key = request.idempotency?.key ?? null
+
+          const outcome = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              type Answer = Result.Result<Payment.Payment, ApiError.OrderReferenceAlreadyPaid | ApiError.ProviderError>
+              if (request.idempotency?.takeover === true) {
+                // The request that held this key died; if it got as far as the payment, that payment is the answer.
+                const existing = yield* repo.findByIdempotencyKey(
+                  scope,
+                  request.idempotency.key,
+                  request.idempotency.since
+                )
+                if (Option.isSome(existing)) {
+                  const stored = existing.value
+                  // A payment created `failed` never changes again, so its row was never updated after the insert.
+                  const refused =
+                    stored.payment.status === "failed" &&
+                    DateTime.Equivalence(stored.updatedAt, stored.payment.created_at)
+                  return createAnswer(stored, refused) as Answer
+                }
+              }
+              // Rule 5, read like any read: a pending holder past its expiry is expired now and frees the reference.
+              const blocking = yield* repo.findBlocking(scope, draft.order_reference)
+              const holder = Option.isNone(blocking) ? Option.none() : yield* read(blocking.value, scope)
+              const free = CreatePayment.checkOrderReference(
+                Option.getOrNull(
+                  Option.filter(holder, (payment) => Payment.orderReferenceBlockingStatuses.includes(payment.status))
+                )
+              )
+              if (Result.isFailure(free)) return Result.fail(free.failure) as Answer
+
+              const id = Ids.PaymentId.make(yield* random.uuidV4())
+              const providerAnswer = yield* provider.open({
+                paymentId: id,
+                mode: scope.mode,
+                draft,
+                providerAccount: application.provider_account,
+                simulate: request.simulate,
+                providerIdempotencyKey: key === null ? null : `kassa:${scope.applicationId}:${scope.mode}:${key}`
+              })
+              const now = yield* DateTime.now
+              const transition = PaymentStateMachine.create({
+                id,
+                mode: scope.mode,
+                draft,
+                checkoutUrl: `${baseUrl}/checkout/${id}`,
+                ttlSeconds: application.payment_ttl_seconds,
+                now,
+                provider: providerAnswer
+              })
+              const inserted = yield* Effect.result(
+                repo.insert(transition.payment, { applicationId: scope.applicationId, idempotencyKey: key }, now)
+              )
+              if (Result.isFailure(inserted)) {
+                // A concurrent create committed this order reference after our check; the unique index caught it.
+                const winner = yield* repo.findBlocking(scope, draft.order_reference)
+                const refusal = CreatePayment.checkOrderReference(
+                  Option.match(winner, { onNone: () => null, onSome: (winnerId) => ({ id: winnerId }) })
+                )
+                if (Result.isFailure(refusal)) return Result.fail(refusal.failure) as Answer
+                return yield* Effect.die(new Error("order reference conflict without a blocking payment"))
+              }
+              const stored = yield* reload(id)
+              if (transition.events.length > 0) {
+                yield* outbox.record(scope.applicationId, stored.payment, transition.events, now)
+              }
+              return createAnswer(stored, providerAnswer === "refused") as Answer
+            })
+          )
+          return yield* Effect.fromResult(outcome)
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const retrieve = Effect.fn("Payments.retrieve")((scope: Scope, id: Ids.PaymentId) => readOrNotFound(id, scope))
+
+      const expireDue = Effect.fn("Payments.expireDue")(
+        function* (options: { readonly scope?: Scope | undefined; readonly batchSize?: number | undefined }) {
+          const limit = options.batchSize ?? 100
+          let total = 0
+          while (true) {
+            const now = yield* DateTime.now
+            const count = yield* sql.withTransaction(
+              Effect.gen(function* () {
+                const ids = yield* repo.lockDue({ now, limit, scope: options.scope })
+                for (const stored of yield* repo.findMany(ids)) yield* observe(stored, now)
+                return ids.length
+              })
+            )
+            total += count
+            if (count < limit) return total
+          }
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
+      const list = Effect.fn("Payments.list")(function* (scope: Scope, query: ListQuery) {
+        // Expire what is due first, so neither the page nor a `status` filter sees a pending payment past expiry.
+        yield* expireDue({ scope })
+        const page = yield* repo.list(scope, query).pipe(
+          Effect.catchTag("CursorNotFound", () =>
+            Effect.fail(
+              RequestValidation.validationFailed({
+                starting_after: ["is not the id of a payment of this application in this mode"]
+              })
+            )
+          )
+        )
+        // A payment can reach its expiry between that pass and the page read.
+        const now = yield* DateTime.now
+        const data = yield* Effect.forEach(page.payments, ({ payment }) =>
+          PaymentStateMachine.isDue(payment, now)
+            ? read(payment.id, scope).pipe(Effect.map(Option.getOrElse(() => payment)))
+            : Effect.succeed(payment)
+        )
+        return {
+          data: query.status === undefined ? data : data.filter((payment) => payment.status === query.status),
+          has_more: page.hasMore
+        }
+      })
+
+      const cancel = Effect.fn("Payments.cancel")((scope: Scope, id: Ids.PaymentId) =>
+        mutate(id, scope, (payment) => PaymentStateMachine.cancel(payment))
+      )
+
+      const refund = Effect.fn("Payments.refund")(function* (
+        scope: Scope,
+        id: Ids.PaymentId,
+        request: RefundRequest,
+        idempotency?: Claim
+      ) {
+        if (idempotency?.takeover === true) {
+          const done = yield* repo.findRefundByIdempotencyKey(scope, idempotency.key, idempotency.since)
+          if (Option.isSome(done)) return yield* readOrNotFound(done.value, scope)
+        }
+        if (scope.mode === "live") {
+          // 404 first; then live refunds are the dashboard's (decisions §1 check order).
+          yield* readOrNotFound(id, scope)
+          return yield* new ApiError.RefundsProcessedManually({
+            message: "Live refunds are requested from the application dashboard; see docs_url.",
+            docs_url: docsUrl
+          })
+        }
+        const refundId = Ids.RefundId.make(yield* random.uuidV4())
+        return yield* mutate(
+          id,
+          scope,
+          (payment, now) =>
+            RefundRules.checkApiRefund(payment, scope.mode, request.amount, docsUrl).pipe(
+              Result.flatMap((amount) =>
+                PaymentStateMachine.requestRefund(payment, { refundId, amount, reason: request.reason ?? null, now })
+              )
+            ),
+          idempotency?.key ?? null
+        )
+      })
+
+      const simulate = Effect.fn("Payments.simulate")(
+        (scope: Scope, id: Ids.PaymentId, outcome: PaymentStateMachine.Outcome) =>
+          scope.mode === "live"
+            ? Effect.fail(notFound())
+            : mutate(id, scope, (payment, now) => PaymentStateMachine.settle(payment, outcome, { now }))
+      )
+
+      const checkout = Effect.fn("Payments.checkout")((id: Ids.PaymentId) => readOrNotFound(id))
+
+      const settle = Effect.fn("Payments.settle")(
+        (id: Ids.PaymentId, outcome: PaymentStateMachine.Outcome, payer: Payment.Payer | null) =>
+          mutate(
+            id,
+            undefined,
+            (
+              payment,
+              now
+            ): Result.Result<PaymentStateMachine.Transition, ApiError.PaymentNotPending | ApiError.NotFound> =>
+              payment.mode === "live"
+                ? Result.fail(notFound())
+                : PaymentStateMachine.settle(payment, outcome, { now, payer })
+          )
+      )
+
+      return Payments.of({
+        create,
+        retrieve,
+        list,
+        cancel,
+        refund,
+        simulate,
+        checkout,
+        settle,
+        expireDue: (options) => expireDue(options ?? {})
+      })
+    })
+  )
+}

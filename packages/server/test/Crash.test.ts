@@ -1,0 +1,240 @@
+/**
+ * A server process killed with SIGKILL in the middle of a burst of creates (PostgreSQL only): after a restart,
+ * retrying every Idempotency-Key creates no second payment for any key or order reference, and every payment whose
+ * 201 reached the client is still there, with the same body, replayed under its key.
+ *
+ * Claim, work and stored answer commit in one transaction, so a request cut off mid-flight leaves nothing behind
+ * (PostgreSQL rolls back the dead connection's transaction and drops its advisory lock): the retries after the
+ * restart never wait out a 60 s stale lock.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { NodeCrypto } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Application } from "@kassa/core"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
+import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
+import { ServerConfig } from "../src/config/ServerConfig.ts"
+import * as Database from "../src/database/Database.ts"
+import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import { databases } from "./support/TestServer.ts"
+
+const postgresUrl = process.env.KASSA_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const adminToken = "crash-admin-token-0123456789abcdef"
+const secretKey = "crash-secret-key-0123456789abcdef"
+const mainModule = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+
+const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+const maintenance = (statement: string) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const sql = yield* PgClient.PgClient
+      yield* sql.unsafe(statement)
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(postgresUrl), maxConnections: 1 })), Effect.scoped)
+  )
+
+interface Answer {
+  readonly status: number
+  readonly text: string
+  readonly replayed: boolean
+}
+
+describe.runIf(databases.includes("postgres"))("a server killed mid-burst", () => {
+  const dbName = `kassa_crash_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
+  const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()
+  const dataDir = mkdtempSync(join(tmpdir(), "kassa-crash-"))
+  let port = 0
+  let child: ChildProcess | undefined
+  let testKey = ""
+
+  /** Starts `node src/main.ts` and waits until it answers /healthz. */
+  const startChild = async () => {
+    const started = spawn(process.execPath, ["--conditions=@kassa/source", mainModule], {
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        KASSA_PORT: String(port),
+        KASSA_ADMIN_TOKEN: adminToken,
+        KASSA_SECRET_KEY: secretKey,
+        KASSA_ENV: "development",
+        KASSA_DATA_DIR: dataDir
+      },
+      stdio: ["ignore", "ignore", "pipe"]
+    })
+    let stderr = ""
+    started.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString()
+    })
+    child = started
+    for (let waited = 0; waited < 20_000; waited += 100) {
+      if (started.exitCode !== null) throw new Error(`server exited early: ${stderr}`)
+      const healthy = await fetch(`http://127.0.0.1:${port}/healthz`)
+        .then((response) => response.ok)
+        .catch(() => false)
+      if (healthy) return started
+      await sleep(100)
+    }
+    throw new Error(`server did not start: ${stderr}`)
+  }
+
+  const killChild = async () => {
+    const running = child
+    if (running === undefined || running.exitCode !== null || running.signalCode !== null) return
+    const exited = new Promise((resolve) => running.once("exit", resolve))
+    running.kill("SIGKILL")
+    await exited
+  }
+
+  const create = async (idempotencyKey: string, orderReference: string): Promise<Answer | undefined> => {
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/api/v1/payments`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${testKey}`,
+          "content-type": "application/json",
+          accept: "application/json",
+          "idempotency-key": idempotencyKey
+        },
+        body: JSON.stringify({ amount: 1000, order_reference: orderReference })
+      })
+      return {
+        status: response.status,
+        text: await response.text(),
+        replayed: response.headers.get("idempotent-replayed") === "true"
+      }
+    } catch {
+      // The process died under this request: no answer.
+      return undefined
+    }
+  }
+
+  beforeAll(async () => {
+    port = await freePort()
+    await maintenance(`CREATE DATABASE ${dbName}`)
+    // The fixture: migrate the database and make an application with a test key, through the repositories.
+    const config = ServerConfig.layerWith({
+      databaseUrl: Option.some(Redacted.make(databaseUrl)),
+      adminToken: Option.some(Redacted.make(adminToken)),
+      secretKey: Option.some(Redacted.make(secretKey)),
+      dataDir
+    })
+    const fixture = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
+      Layer.provideMerge(Database.layer),
+      Layer.provideMerge(ServerSecrets.layer),
+      Layer.provideMerge(NodeCrypto.layer),
+      Layer.provide(config)
+    )
+    testKey = await Effect.runPromise(
+      Effect.gen(function* () {
+        const applications = yield* ApplicationRepository
+        const application = yield* applications.create(
+          {
+            ...Application.defaults,
+            name: "Crash shop",
+            status: "active",
+            return_url_host: "shop.example",
+            rate_limit_per_minute: 1_000_000
+          },
+          `whsec_${"C".repeat(32)}`
+        )
+        return (yield* (yield* ApiKeyRepository).issue(application.id, "test")).key
+      }).pipe(Effect.provide(fixture))
+    )
+  })
+
+  afterAll(async () => {
+    await killChild()
+    await maintenance(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  it("no key and no order reference gets a second payment, and every 201 received survives", async () => {
+    await startChild()
+    const requests = Array.from({ length: 120 }, (_, i) => ({
+      key: `crash-key-${i}-${crypto.randomUUID()}`,
+      reference: `crash-order-${i}`
+    }))
+    const firstAnswers = new Map<string, Answer | undefined>()
+
+    // Ten clients send their share of the burst one after the other; the process dies once some have answered.
+    let answered = 0
+    const clients = Array.from({ length: 10 }, (_, client) =>
+      (async () => {
+        for (let i = client; i < requests.length; i += 10) {
+          const request = requests[i]
+          if (request === undefined) continue
+          const answer = await create(request.key, request.reference)
+          firstAnswers.set(request.key, answer)
+          if (answer === undefined) return
+          answered++
+        }
+      })()
+    )
+    while (answered < 30) await sleep(5)
+    await killChild()
+    await Promise.all(clients)
+    const received = requests.filter(({ key }) => firstAnswers.get(key)?.status === 201)
+    expect(received.length).toBeGreaterThanOrEqual(30)
+    // Requests were in flight when the process died (their connections were cut).
+    const cut = requests.filter(({ key }) => firstAnswers.has(key) && firstAnswers.get(key) === undefined)
+    expect(cut.length).toBeGreaterThan(0)
+
+    await startChild()
+    // Every key again, with its body: the ones that answered replay, the rest (cut off or never sent) run now.
+    const finals = new Map<string, Answer>()
+    for (const { key, reference } of requests) {
+      let answer = await create(key, reference)
+      for (let attempt = 0; answer?.status === 409 && attempt < 100; attempt++) {
+        // A request cut off mid-flight never leaves a lock behind; this only guards against a slow rollback.
+        await sleep(100)
+        answer = await create(key, reference)
+      }
+      expect(answer?.status, `${key}: ${answer?.text}`).toBe(201)
+      if (answer !== undefined) finals.set(key, answer)
+    }
+
+    for (const { key } of received) {
+      const first = firstAnswers.get(key)
+      const final = finals.get(key)
+      expect(final?.replayed).toBe(true)
+      expect(final?.text).toBe(first?.text)
+      const payment = JSON.parse(first?.text ?? "{}") as { id: string }
+      const fetched = await fetch(`http://127.0.0.1:${port}/api/v1/payments/${payment.id}`, {
+        headers: { authorization: `Bearer ${testKey}`, accept: "application/json" }
+      })
+      expect(await fetched.text()).toBe(first?.text)
+    }
+
+    const counts = await Effect.runPromise(
+      Effect.gen(function* () {
+        const sql = yield* PgClient.PgClient
+        return yield* sql`
+          SELECT order_reference, count(*)::int AS payments, count(DISTINCT idempotency_key)::int AS keys
+          FROM payments GROUP BY order_reference
+        `
+      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })), Effect.scoped)
+    )
+    expect(counts).toHaveLength(requests.length)
+    for (const row of counts) expect(row, String(row.order_reference)).toMatchObject({ payments: 1, keys: 1 })
+    // Each final answer names its own order reference's one payment.
+    const ids = new Set([...finals.values()].map((answer) => (JSON.parse(answer.text) as { id: string }).id))
+    expect(ids.size).toBe(requests.length)
+  }, 120_000)
+})
