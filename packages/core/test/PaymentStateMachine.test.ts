@@ -108,6 +108,23 @@ describe("settle (simulator and checkout)", () => {
     assert.isNull(transition.payment.payer)
   })
 
+  it("the checkout's chosen method is recorded on pay and fail, not on expiry", () => {
+    assert.strictEqual(
+      ok(PaymentStateMachine.settle(pendingPayment(), "paid", { now: later(5), payer, method: "ideal" })).payment
+        .method,
+      "ideal"
+    )
+    assert.strictEqual(
+      ok(PaymentStateMachine.settle(pendingPayment(), "failed", { now: later(5), payer, method: "ideal" })).payment
+        .method,
+      "ideal"
+    )
+    assert.strictEqual(
+      ok(PaymentStateMachine.settle(pendingPayment(), "expired", { now: later(5), method: "ideal" })).payment.method,
+      "card"
+    )
+  })
+
   it("the API's simulate (no payer) leaves payer null", () => {
     const transition = ok(PaymentStateMachine.settle(pendingPayment(), "paid", { now: later(5) }))
     assert.isNull(transition.payment.payer)

@@ -165,6 +165,33 @@ describe.each(databases)("hosted checkout on %s", (database) => {
     expect(fetched.body).toMatchObject({ status: "paid" })
   })
 
+  it("offers the application's methods as a choice and records the one the payer picks", async () => {
+    const multi = await server.createApplication({ methods: ["card", "ideal"] })
+    const payment = await createPayment({ method: "card" }, multi.testKey)
+    const form = await openCheckout(payment.id)
+    expect(form.html).toContain('type="radio" name="method" value="ideal"')
+    expect(form.html).toMatch(/value="card"\s+checked/)
+    const response = await post(
+      payment.id,
+      { csrf: form.csrf, action: "pay", name: "Ada", method: "ideal" },
+      { cookie: form.cookie }
+    )
+    expect(response.status).toBe(200)
+    const fetched = await server.request(`/api/v1/payments/${payment.id}`, { key: multi.testKey })
+    expect(fetched.body).toMatchObject({ status: "paid", method: "ideal" })
+
+    // A method the application does not offer is ignored.
+    const second = await createPayment({ method: "card" }, multi.testKey)
+    const secondForm = await openCheckout(second.id)
+    await post(
+      second.id,
+      { csrf: secondForm.csrf, action: "pay", name: "Ada", method: "bitcoin" },
+      { cookie: secondForm.cookie }
+    )
+    const kept = await server.request(`/api/v1/payments/${second.id}`, { key: multi.testKey })
+    expect(kept.body).toMatchObject({ status: "paid", method: "card" })
+  })
+
   it("an unknown or malformed id is a 404 page", async () => {
     expect((await fetch(`${server.baseUrl}/checkout/00000000-0000-4000-8000-000000000000`)).status).toBe(404)
     expect((await fetch(`${server.baseUrl}/checkout/not-an-id`)).status).toBe(404)

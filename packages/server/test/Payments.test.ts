@@ -600,7 +600,7 @@ describe.each(databases)("payments on %s", (database) => {
       const payment = await pendingPayment(server, testKey)
       await expireInDatabase(server, payment.id)
       const seen = await server.run(Payments.use((payments) => payments.checkout(Ids.PaymentId.make(payment.id))))
-      expect(seen.status).toBe("expired")
+      expect(seen.payment.status).toBe("expired")
       const settled = await settle(payment.id, "paid")
       expect(Result.isFailure(settled) && settled.failure._tag).toBe("PaymentNotPending")
     })

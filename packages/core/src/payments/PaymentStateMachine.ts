@@ -10,6 +10,7 @@
 import { DateTime, Result, Schema } from "effect"
 import type { PaymentId, RefundId } from "../domain/Ids.ts"
 import type { Mode } from "../domain/Mode.ts"
+import type { Method } from "../domain/Money.ts"
 import type { Payer, Payment, PaymentStatus, Refund } from "../domain/Payment.ts"
 import { type EventName, eventForStatus } from "../domain/WebhookEvent.ts"
 import {
@@ -92,20 +93,27 @@ export type Outcome = "paid" | "failed" | "expired"
 
 /**
  * The simulator and the hosted checkout decide a pending payment: paid (with `paid_at`), failed, or
- * expired. Pay and Fail from the checkout record the payer; the API's simulate has none to record.
+ * expired. Pay and Fail from the checkout record the payer and the method the payer chose (the checkout
+ * offers a choice when the application has several); the API's simulate has neither.
  */
 export const settle = (
   payment: Payment,
   outcome: Outcome,
-  options: { readonly now: DateTime.Utc; readonly payer?: Payer | null }
+  options: { readonly now: DateTime.Utc; readonly payer?: Payer | null; readonly method?: Method | undefined }
 ): Result.Result<Transition, PaymentNotPending> => {
   if (payment.status !== "pending") {
     return Result.fail(
       new PaymentNotPending({ message: `The payment is ${payment.status}, not pending`, status: payment.status })
     )
   }
-  const payer = outcome === "expired" ? payment.payer : (options.payer ?? payment.payer)
-  return Result.succeed(moveTo(payment, outcome, { payer, ...(outcome === "paid" ? { paid_at: options.now } : {}) }))
+  if (outcome === "expired") return Result.succeed(moveTo(payment, "expired"))
+  return Result.succeed(
+    moveTo(payment, outcome, {
+      payer: options.payer ?? payment.payer,
+      method: options.method ?? payment.method,
+      ...(outcome === "paid" ? { paid_at: options.now } : {})
+    })
+  )
 }
 
 /** The status that agrees with the refunds: whole amount refunded → `refunded`, some → `partially_refunded`. */

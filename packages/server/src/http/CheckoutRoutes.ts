@@ -12,7 +12,7 @@ import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as CheckoutPage from "../pages/CheckoutPage.ts"
 import { respond } from "../pages/Layout.ts"
-import { Payments } from "../payments/Payments.ts"
+import { type CheckoutView, Payments } from "../payments/Payments.ts"
 import * as CsrfToken from "../security/CsrfToken.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
@@ -52,7 +52,7 @@ export const layer = Layer.unwrap(
       })
 
     const formPage = (
-      payment: Payment.Payment,
+      { payment, methods }: CheckoutView,
       nonce: string,
       extra: { values?: CheckoutPage.PayerValues; errors?: CheckoutPage.FieldMessages; status?: number } = {}
     ) =>
@@ -60,7 +60,7 @@ export const layer = Layer.unwrap(
         respond(
           CheckoutPage.pendingPage({
             payment,
-            methods: [payment.method],
+            methods,
             csrf: CsrfToken.token(csrfKey, nonce, payment.id),
             ...(extra.values === undefined ? {} : { values: extra.values }),
             ...(extra.errors === undefined ? {} : { errors: extra.errors })
@@ -78,8 +78,8 @@ export const layer = Layer.unwrap(
       if (Option.isNone(paymentId)) return notFound
       const found = yield* payments.checkout(paymentId.value).pipe(Effect.option)
       if (Option.isNone(found)) return notFound
-      const payment = found.value
-      if (payment.status === "pending" && payment.mode === "test") return formPage(payment, withNonce(request))
+      const { payment } = found.value
+      if (payment.status === "pending" && payment.mode === "test") return formPage(found.value, withNonce(request))
       return respond(
         CheckoutPage.statusPage(
           payment,
@@ -105,11 +105,12 @@ export const layer = Layer.unwrap(
 
       const found = yield* payments.checkout(paymentId.value).pipe(Effect.option)
       if (Option.isNone(found)) return notFound
-      const payment = found.value
+      const view = found.value
+      const { payment } = view
       const action = value("action")
       const outcome = action === "pay" ? "paid" : action === "fail" ? "failed" : action === "expire" ? "expired" : null
       if (outcome === null)
-        return formPage(payment, nonce ?? "", { status: 400, errors: { form: "Choose Pay, Fail or Let it expire." } })
+        return formPage(view, nonce ?? "", { status: 400, errors: { form: "Choose Pay, Fail or Let it expire." } })
 
       const values: CheckoutPage.PayerValues = {
         name: value("name"),
@@ -125,7 +126,7 @@ export const layer = Layer.unwrap(
           errors.email = "Enter an e-mail address, or leave it empty."
         if (values.phone.length > 0 && !isPhone(values.phone)) errors.phone = "Digits, spaces and a leading + only."
       }
-      if (Object.keys(errors).length > 0) return formPage(payment, nonce ?? "", { status: 422, values, errors })
+      if (Object.keys(errors).length > 0) return formPage(view, nonce ?? "", { status: 422, values, errors })
 
       const address = clientAddress.of(request)
       const payer: Payment.Payer | null =
@@ -138,7 +139,7 @@ export const layer = Layer.unwrap(
               ip: Option.match(address, { onNone: () => "unknown", onSome: NetAddress.formatIp }),
               user_agent: (request.headers["user-agent"] ?? "").slice(0, 512)
             }
-      return yield* payments.settle(payment.id, outcome, payer).pipe(
+      return yield* payments.settle(payment.id, outcome, payer, values.method).pipe(
         Effect.map((settled) =>
           settled.return_url === null
             ? respond(CheckoutPage.statusPage(settled))
@@ -148,12 +149,12 @@ export const layer = Layer.unwrap(
           NotFound: () => Effect.succeed(notFound),
           PaymentNotPending: () =>
             payments.checkout(payment.id).pipe(
-              Effect.map((current) => respond(CheckoutPage.statusPage(current), { status: 409 })),
+              Effect.map((current) => respond(CheckoutPage.statusPage(current.payment), { status: 409 })),
               Effect.orElseSucceed(() => notFound)
             ),
           PaymentBusy: () =>
             Effect.succeed(
-              formPage(payment, nonce ?? "", {
+              formPage(view, nonce ?? "", {
                 status: 409,
                 values,
                 errors: { form: "The payment is being updated right now. Please try again in a moment." }

@@ -261,7 +261,7 @@ export class PaymentRepository extends Context.Service<
         Effect.gen(function* () {
           yield* sql`
             UPDATE payments
-            SET status = ${after.status}, refunded_amount = ${after.refunded_amount},
+            SET status = ${after.status}, refunded_amount = ${after.refunded_amount}, method = ${after.method},
                 payer = ${after.payer === null ? null : pg.json(after.payer)},
                 paid_at = ${after.paid_at === null ? null : toDate(after.paid_at)}, updated_at = ${toDate(now)}
             WHERE id = ${after.id}

@@ -50,6 +50,12 @@ export interface PaymentPage {
   readonly has_more: boolean
 }
 
+/** What the hosted checkout shows: the payment as fetch returns it, and the methods its application offers. */
+export interface CheckoutView {
+  readonly payment: Payment.Payment
+  readonly methods: ReadonlyArray<string>
+}
+
 export class Payments extends Context.Service<
   Payments,
   {
@@ -79,15 +85,17 @@ export class Payments extends Context.Service<
      * The hosted checkout's view of a payment, by id alone (the page is public): as fetch would return it, with
      * lazy expiry applied.
      */
-    readonly checkout: (id: Ids.PaymentId) => Effect.Effect<Payment.Payment, ApiError.NotFound>
+    readonly checkout: (id: Ids.PaymentId) => Effect.Effect<CheckoutView, ApiError.NotFound>
     /**
-     * The hosted checkout's Pay / Fail / Let it expire, by payment id alone. Pay and Fail record the payer. Only
-     * test payments are settled here (a live payment is decided by its provider): a live one is `not_found`.
+     * The hosted checkout's Pay / Fail / Let it expire, by payment id alone. Pay and Fail record the payer and the
+     * method chosen (one of the application's; another is ignored). Only test payments are settled here (a live
+     * payment is decided by its provider): a live one is `not_found`.
      */
     readonly settle: (
       id: Ids.PaymentId,
       outcome: PaymentStateMachine.Outcome,
-      payer: Payment.Payer | null
+      payer: Payment.Payer | null,
+      method?: string
     ) => Effect.Effect<Payment.Payment, ApiError.NotFound | ApiError.PaymentNotPending | ApiError.PaymentBusy>
     /**
      * Expires pending payments past `expires_at`, in batches of `batchSize`, each batch its own transaction; returns
@@ -391,22 +399,39 @@ export class Payments extends Context.Service<
             : mutate(id, scope, (payment, now) => PaymentStateMachine.settle(payment, outcome, { now }))
       )
 
-      const checkout = Effect.fn("Payments.checkout")((id: Ids.PaymentId) => readOrNotFound(id))
+      const offeredMethods = (id: Ids.PaymentId) =>
+        repo.find(id).pipe(
+          Effect.flatMap((stored) =>
+            Option.isNone(stored) ? Effect.succeed(Option.none()) : applications.find(stored.value.applicationId)
+          ),
+          Effect.map((application) => Option.match(application, { onNone: () => [], onSome: (app) => app.methods }))
+        )
 
-      const settle = Effect.fn("Payments.settle")(
-        (id: Ids.PaymentId, outcome: PaymentStateMachine.Outcome, payer: Payment.Payer | null) =>
-          mutate(
-            id,
-            undefined,
-            (
-              payment,
-              now
-            ): Result.Result<PaymentStateMachine.Transition, ApiError.PaymentNotPending | ApiError.NotFound> =>
-              payment.mode === "live"
-                ? Result.fail(notFound())
-                : PaymentStateMachine.settle(payment, outcome, { now, payer })
-          )
-      )
+      const checkout = Effect.fn("Payments.checkout")(function* (id: Ids.PaymentId) {
+        const payment = yield* readOrNotFound(id)
+        return { payment, methods: yield* offeredMethods(id) } satisfies CheckoutView
+      })
+
+      const settle = Effect.fn("Payments.settle")(function* (
+        id: Ids.PaymentId,
+        outcome: PaymentStateMachine.Outcome,
+        payer: Payment.Payer | null,
+        method?: string
+      ) {
+        const offered = method === undefined ? [] : yield* offeredMethods(id)
+        const chosen = method !== undefined && offered.includes(method) ? method : undefined
+        return yield* mutate(
+          id,
+          undefined,
+          (
+            payment,
+            now
+          ): Result.Result<PaymentStateMachine.Transition, ApiError.PaymentNotPending | ApiError.NotFound> =>
+            payment.mode === "live"
+              ? Result.fail(notFound())
+              : PaymentStateMachine.settle(payment, outcome, { now, payer, method: chosen })
+        )
+      })
 
       return Payments.of({
         create,
