@@ -1,14 +1,1 @@
-import { defineConfig } from "vitest/config"
-
-export default defineConfig({
-  // Workspace packages resolve to their TypeScript sources, so tests never run against a stale build.
-  resolve: { conditions: ["@kassa/source"] },
-  ssr: { resolve: { conditions: ["@kassa/source"] } },
-  test: {
-    include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    // The JSON report feeds the totals line that `npm test` prints last.
-    reporters: ["default", ["json", { outputFile: "test-results/vitest.json" }]]
-  }
-})
+export { default } from "../../vitest.shared.ts"

@@ -33,7 +33,9 @@ const onPostgres = <A, E>(url: string, effect: Effect.Effect<A, E, PgClient.PgCl
   )
 
 const startProcess = (args: ReadonlyArray<string>, env: Record<string, string>) => {
-  const child = spawn(process.execPath, ["--conditions=@kassa/source", ...args], {
+  // Kassa runs from its build (dist/), as `npm start` does; `pnpm bench` builds first.
+  const conditions = args[0]?.startsWith("dist/") === true ? [] : ["--conditions=@kassa/source"]
+  const child = spawn(process.execPath, [...conditions, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "inherit"]
@@ -80,7 +82,6 @@ const load = async (
   const sampler = setInterval(() => {
     peak = Math.max(peak, rssMb(child))
   }, 200)
-  let counter = 0
   const result = await autocannon({
     url: options.url,
     method: options.method,
@@ -94,7 +95,7 @@ const load = async (
           options.method === "POST"
             ? {
                 ...request,
-                body: JSON.stringify({ amount: 1000, order_reference: `bench-${process.pid}-${counter++}` })
+                body: JSON.stringify({ amount: 1000, order_reference: `bench-${crypto.randomUUID()}` })
               }
             : request
       }
@@ -111,6 +112,7 @@ const load = async (
 }
 
 const scenarios = async (child: ChildProcess, base: string, key: string, paymentId: string) => ({
+  idle: { rps: Number.NaN, p50: Number.NaN, p99: Number.NaN, errors: 0, rss: rssMb(child) },
   "GET  saturation": await load(child, { url: `${base}/api/v1/payments/${paymentId}`, method: "GET", key }),
   "GET  500 req/s": await load(child, { url: `${base}/api/v1/payments/${paymentId}`, method: "GET", key, rate: 500 }),
   "POST saturation": await load(child, { url: `${base}/api/v1/payments`, method: "POST", key }),
@@ -136,7 +138,7 @@ try {
     KASSA_ENV: "development",
     KASSA_DATA_DIR: join(root, ".kassa-bench")
   }
-  const kassa = startProcess(["src/main.ts"], env)
+  const kassa = startProcess(["dist/main.js"], env)
   await waitFor("http://127.0.0.1:4701/healthz")
 
   // One application with a test key; a rate limit high enough not to be what is measured.

@@ -38,6 +38,9 @@ const authenticate = async (authorization: string | undefined) => {
   return rows[0]
 }
 
+// bigint columns come back as JS bigint; Kassa converts them to numbers too.
+const json = (value: unknown) => JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? Number(v) : v))
+
 const readBody = (request: import("node:http").IncomingMessage) =>
   new Promise<string>((resolve) => {
     let body = ""
@@ -47,7 +50,16 @@ const readBody = (request: import("node:http").IncomingMessage) =>
     request.on("end", () => resolve(body))
   })
 
-createServer(async (request, response) => {
+createServer((request, response) => {
+  handle(request, response).catch(() => {
+    if (!response.headersSent) response.writeHead(500)
+    response.end()
+  })
+}).listen(port, "127.0.0.1", () => {
+  process.stdout.write(`baseline listening on ${port}\n`)
+})
+
+async function handle(request: import("node:http").IncomingMessage, response: import("node:http").ServerResponse) {
   const key = await authenticate(request.headers.authorization)
   if (key === undefined) {
     response.writeHead(401).end()
@@ -60,7 +72,7 @@ createServer(async (request, response) => {
     )
     const refunds = await run(sql`SELECT * FROM refunds WHERE payment_id = ${id} ORDER BY created_at, id`)
     response.writeHead(payment === undefined ? 404 : 200, { "content-type": "application/json" })
-    response.end(JSON.stringify({ ...payment, refunds }))
+    response.end(json({ ...payment, refunds }))
     return
   }
   const body = JSON.parse(await readBody(request)) as { amount: number; order_reference: string }
@@ -75,7 +87,5 @@ createServer(async (request, response) => {
       RETURNING *`)
   )
   response.writeHead(201, { "content-type": "application/json" })
-  response.end(JSON.stringify(payment))
-}).listen(port, "127.0.0.1", () => {
-  process.stdout.write(`baseline listening on ${port}\n`)
-})
+  response.end(json(payment))
+}

@@ -9,7 +9,6 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -23,32 +22,13 @@ import { ApplicationRepository } from "../src/applications/ApplicationRepository
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import * as Database from "../src/database/Database.ts"
 import { ServerSecrets } from "../src/security/ServerSecrets.ts"
-import { databases } from "./support/TestServer.ts"
+import { databases, freePort, maintenance, postgresUrl } from "./support/TestServer.ts"
 
-const postgresUrl = process.env.KASSA_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const adminToken = "crash-admin-token-0123456789abcdef"
 const secretKey = "crash-secret-key-0123456789abcdef"
 const mainModule = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
-
-const maintenance = (statement: string) =>
-  Effect.runPromise(
-    Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
-      yield* sql.unsafe(statement)
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(postgresUrl), maxConnections: 1 })), Effect.scoped)
-  )
 
 interface Answer {
   readonly status: number

@@ -6,11 +6,9 @@
 import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { mkdtempSync, rmSync } from "node:fs"
-import { type AddressInfo, createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { PgClient } from "@effect/sql-pg"
 import { ApiKey } from "@kassa/core"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
@@ -18,29 +16,10 @@ import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
 import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import * as KassaServer from "../src/KassaServer.ts"
-import { type DatabaseKind, databases } from "./support/TestServer.ts"
+import { type DatabaseKind, databases, freePort, maintenance, postgresUrl } from "./support/TestServer.ts"
 
 const mainPath = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-const postgresUrl = process.env.KASSA_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const startTimeout = 60_000
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-
-const maintenance = (statement: string) =>
-  Effect.runPromise(
-    Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
-      yield* sql.unsafe(statement)
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(postgresUrl), maxConnections: 1 })), Effect.scoped)
-  )
 
 /** A place for one installation: a data directory, and on PostgreSQL its own database. */
 interface Installation {

@@ -1,29 +1,15 @@
-import { connect } from "node:net"
 import { afterAll, assert, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Layer, Option, Redacted } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { RateLimit } from "../src/auth/RateLimit.ts"
-import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+import { databases, type RunningServer, reachable, startServer, type TestApplication } from "./support/TestServer.ts"
 
 const redisUrl = process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
 
 // Like PostgreSQL in the harness: the Redis tests run where Redis answers.
-const redisReachable = await new Promise<boolean>((resolve) => {
-  const { hostname, port } = new URL(redisUrl)
-  const socket = connect({ host: hostname, port: Number(port || 6379) })
-  socket.setTimeout(1000)
-  socket.once("connect", () => {
-    socket.destroy()
-    resolve(true)
-  })
-  socket.once("error", () => resolve(false))
-  socket.once("timeout", () => {
-    socket.destroy()
-    resolve(false)
-  })
-})
+const redisReachable = await reachable(redisUrl, 6379)
 const redisStores: ReadonlyArray<string> = redisReachable ? ["redis"] : []
 
 const consume = (key: string, limit: number) => RateLimit.use((rateLimit) => rateLimit.consume(key, limit))

@@ -22,12 +22,13 @@ import * as KassaServer from "../../src/KassaServer.ts"
 export type DatabaseKind = "pglite" | "postgres"
 
 /** PostgreSQL for tests: `KASSA_TEST_DATABASE_URL`, or the local default when something answers there. */
-const postgresUrl = process.env.KASSA_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+export const postgresUrl = process.env.KASSA_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
-const reachable = (url: string) =>
+/** Whether something accepts TCP connections at the URL's host and port (`defaultPort` when it names none). */
+export const reachable = (url: string, defaultPort = 5432) =>
   new Promise<boolean>((resolve) => {
     const { hostname, port } = new URL(url)
-    const socket = connect({ host: hostname, port: Number(port || 5432) })
+    const socket = connect({ host: hostname, port: Number(port || defaultPort) })
     socket.setTimeout(1000)
     socket.once("connect", () => {
       socket.destroy()
@@ -45,7 +46,8 @@ export const databases: ReadonlyArray<DatabaseKind> = (await reachable(postgresU
   ? ["pglite", "postgres"]
   : ["pglite"]
 
-const freePort = () =>
+/** A port nobody listens on right now. */
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = createServer()
     server.once("error", reject)
@@ -55,7 +57,8 @@ const freePort = () =>
     })
   })
 
-const maintenance = (statement: string) =>
+/** Runs one statement on the maintenance database (CREATE / DROP DATABASE). */
+export const maintenance = (statement: string) =>
   Effect.runPromise(
     Effect.gen(function* () {
       const sql = yield* PgClient.PgClient
