@@ -135,7 +135,8 @@ try {
     KASSA_SECRET_KEY: secretKey,
     KASSA_ADMIN_TOKEN: "bench-admin-token",
     KASSA_PORT: "4701",
-    KASSA_ENV: "development",
+    // Production: JSON log lines in batches, as an operator runs it.
+    KASSA_ENV: "production",
     KASSA_DATA_DIR: join(root, ".kassa-bench")
   }
   const kassa = startProcess(["dist/main.js"], env)

@@ -84,7 +84,7 @@ const HttpServerLive = Layer.unwrap(
 const BodyLimit = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.mebibytes(1))
 
 /** The whole server, given its settings (`ServerConfig`). */
-export const layer = HttpRouter.serve(Routes).pipe(
+export const layer = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
   Layer.provide(BodyLimit),
   // HttpServer stays visible so tests can read the bound address.
   Layer.provideMerge(HttpServerLive),

@@ -81,6 +81,39 @@ describe("start and stop", () => {
     expect(started.output()).toContain("KASSA_SECRET_KEY")
   })
 
+  it("in production, logs are JSON lines; the request line carries the Request-Id; no secret is logged", async () => {
+    const serverPort = port()
+    const secrets = {
+      KASSA_ADMIN_TOKEN: "admin-token-for-log-test-0123456789",
+      KASSA_SECRET_KEY: "secret-key-for-log-test-0123456789"
+    }
+    const started = start({
+      KASSA_ENV: "production",
+      KASSA_PORT: String(serverPort),
+      KASSA_DATA_DIR: freshDataDir(),
+      ...secrets
+    })
+    await waitForHealth(serverPort)
+    const response = await fetch(`http://127.0.0.1:${serverPort}/nothing-here`, {
+      headers: { authorization: `Bearer ${secrets.KASSA_ADMIN_TOKEN}` }
+    })
+    const requestId = response.headers.get("request-id")
+    expect(requestId).toMatch(/^req_/)
+    await new Promise((resolve) => setTimeout(resolve, 300)) // one batch window
+    started.child.kill("SIGTERM")
+    expect(await started.exited).toBe(0)
+    const lines = started
+      .output()
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+    const entries = lines.map((line) => JSON.parse(line) as { message: string; annotations: Record<string, unknown> })
+    const requestLine = entries.find((entry) => entry.annotations.request_id === requestId)
+    expect(requestLine?.message).toBe("Sent HTTP response")
+    expect(requestLine?.annotations["http.status"]).toBe(404)
+    expect(started.output()).not.toContain(secrets.KASSA_ADMIN_TOKEN)
+    expect(started.output()).not.toContain(secrets.KASSA_SECRET_KEY)
+  }, 60_000)
+
   it("SIGTERM lets an in-flight request finish, then exits cleanly; a restart finds the same data", async () => {
     const dataDir = freshDataDir()
     const serverPort = port()

@@ -8,7 +8,7 @@
  * messages, logs carry the key's id.
  */
 import { ApiError, type Application, Authentication } from "@kassa/core"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
 import { ClientAddress } from "./ClientAddress.ts"
@@ -97,7 +97,14 @@ export class MerchantAuth extends Context.Service<
         const found = yield* keys.authenticate(token)
         if (Option.isNone(found)) return yield* invalidApiKey()
         const { key, application } = found.value
-        yield* keys.touch(key.id)
+        // `last_used_at` is kept to the minute: the row just read says whether this request needs to write it.
+        const now = yield* DateTime.now
+        if (
+          key.last_used_at === null ||
+          DateTime.toEpochMillis(now) - DateTime.toEpochMillis(key.last_used_at) >= 60_000
+        ) {
+          yield* keys.touch(key.id)
+        }
 
         const refused = statusRefusal(application.status)
         if (Option.isSome(refused)) return yield* refused.value
@@ -135,20 +142,18 @@ export const layer = Layer.effect(
     const auth = yield* MerchantAuth
     return Authentication.Authentication.of({
       bearer: (httpEffect, { credential }) =>
-        auth
-          .check(credential)
-          .pipe(
-            Effect.flatMap((caller) =>
-              httpEffect.pipe(
-                Effect.provideService(Authentication.CurrentApplication, caller),
-                Effect.annotateLogs({
-                  application_id: caller.applicationId,
-                  api_key_id: caller.keyId,
-                  mode: caller.mode
-                })
-              )
+        auth.check(credential).pipe(
+          Effect.flatMap((caller) =>
+            httpEffect.pipe(
+              Effect.provideService(Authentication.CurrentApplication, caller),
+              Effect.annotateLogs({
+                application_id: caller.applicationId,
+                api_key_id: caller.keyId,
+                mode: caller.mode
+              })
             )
           )
+        )
     })
   })
 )

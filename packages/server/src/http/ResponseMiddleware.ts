@@ -43,6 +43,7 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
       ): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled, HttpServerRequest.HttpServerRequest> =>
         Effect.gen(function* () {
           const id = `req_${crypto.randomUUID().replaceAll("-", "")}`
+          const started = performance.now()
           const request = yield* HttpServerRequest.HttpServerRequest
           const response = yield* effect.pipe(
             Effect.catch((error) =>
@@ -60,6 +61,16 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
               )
             ),
             Effect.annotateLogs({ request_id: id })
+          )
+          // One line per request, with the id the client sees (the router's own request log is off).
+          yield* Effect.logInfo("Sent HTTP response").pipe(
+            Effect.annotateLogs({
+              request_id: id,
+              "http.method": request.method,
+              "http.path": request.url.split("?")[0] ?? request.url,
+              "http.status": response.status,
+              duration_ms: Math.round(performance.now() - started)
+            })
           )
           return HttpServerResponse.setHeader(response, "request-id", id)
         })

@@ -297,10 +297,13 @@ export class Payments extends Context.Service<
                 if (Result.isFailure(refusal)) return Result.fail(refusal.failure) as Answer
                 return yield* Effect.die(new Error("order reference conflict without a blocking payment"))
               }
-              const stored = yield* reload(id)
-              if (transition.events.length > 0) {
-                yield* outbox.record(scope.applicationId, stored.payment, transition.events, now)
+              if (transition.events.length === 0) {
+                // Nothing to send: the inserted payment is the answer, without reading it back.
+                return Result.succeed(transition.payment) as Answer
               }
+              // An event's data must be the payment exactly as fetch returns it (jsonb normalizes metadata).
+              const stored = yield* reload(id)
+              yield* outbox.record(scope.applicationId, stored.payment, transition.events, now)
               return createAnswer(stored, providerAnswer === "refused") as Answer
             })
           )
