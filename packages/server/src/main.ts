@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** `node dist/main.js`: the reference server with settings from the environment (decisions §9). */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Exit, Layer, Runtime } from "effect"
 import * as Logging from "./config/Logging.ts"
 import { ServerConfig } from "./config/ServerConfig.ts"

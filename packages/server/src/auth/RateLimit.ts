@@ -8,7 +8,6 @@
  * window closes early. Refused requests do not lengthen it: once the window closes the whole budget is back, which is
  * what `RateLimit-Reset` and `Retry-After` report.
  */
-import { NodeRedis } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { ServerConfig } from "../config/ServerConfig.ts"
@@ -109,10 +108,17 @@ export class RateLimit extends Context.Service<
     readonly url: Redacted.Redacted<string>
     readonly prefix?: string | undefined
   }): Layer.Layer<RateLimit> =>
-    RateLimit.layerStore.pipe(
-      Layer.provide(RateLimiter.layerStoreRedis({ prefix: options.prefix ?? defaultRedisPrefix })),
-      Layer.provide(NodeRedis.layer({ url: Redacted.value(options.url) })),
-      Layer.orDie
+    // The Redis client (node-redis) is loaded only when a Redis URL is set: about 11 MB a process otherwise.
+    Layer.unwrap(
+      Effect.promise(() => import("@effect/platform-node/NodeRedis")).pipe(
+        Effect.map((NodeRedis) =>
+          RateLimit.layerStore.pipe(
+            Layer.provide(RateLimiter.layerStoreRedis({ prefix: options.prefix ?? defaultRedisPrefix })),
+            Layer.provide(NodeRedis.layer({ url: Redacted.value(options.url) })),
+            Layer.orDie
+          )
+        )
+      )
     )
 
   /** Redis when `KASSA_REDIS_URL` is set, in process otherwise. */
