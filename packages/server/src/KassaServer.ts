@@ -5,7 +5,9 @@
  */
 
 import { createServer } from "node:http"
-import { NodeCrypto, NodeHttpServer } from "@effect/platform-node"
+// Deep imports: the package index loads every Node integration (Redis, WebSocket, …), ~37 MB a process.
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { InvalidRequest, MerchantApi } from "@kassa/core"
 import { ByteSize, Effect, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
@@ -26,6 +28,7 @@ import * as OperatorHandlers from "./operator/OperatorHandlers.ts"
 import * as DocsPages from "./pages/DocsPages.ts"
 import * as PaymentServices from "./payments/PaymentServices.ts"
 import { ServerSecrets } from "./security/ServerSecrets.ts"
+import * as WebhookServices from "./webhooks/WebhookServices.ts"
 
 /** Every path the server answers, for 405 `Allow` (RouteFallback). Pages add theirs here. */
 const knownRoutes = (): ReadonlyArray<RouteFallback.KnownRoute> => {
@@ -60,6 +63,8 @@ const Routes = Layer.mergeAll(
 
 /** Services the routes use, over one database connection pool. */
 export const Services = PaymentServices.layer.pipe(
+  // The webhook engine: its dispatcher fibers, and the wake-up the event outbox calls after a commit.
+  Layer.provideMerge(WebhookServices.layer),
   Layer.provideMerge(Authentication.MerchantAuth.layer),
   Layer.provideMerge(ClientAddress.layer),
   Layer.provideMerge(Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer)),

@@ -671,8 +671,10 @@ describe.each(databases)("operator API on %s", (database) => {
       expect(Object.keys(document.paths).sort()).toEqual([
         "/admin/api/v1/applications",
         "/admin/api/v1/applications/{id}",
+        "/admin/api/v1/applications/{id}/deliveries",
         "/admin/api/v1/applications/{id}/keys",
         "/admin/api/v1/applications/{id}/webhook-secret",
+        "/admin/api/v1/deliveries/{id}/resend",
         "/admin/api/v1/keys/{key_id}",
         "/admin/api/v1/keys/{key_id}/roll"
       ])

@@ -2,16 +2,18 @@
  * The database: PostgreSQL at `DATABASE_URL`, or the embedded PGlite in the data directory when it is
  * unset. Either way the server gets the same `SqlClient` (`@effect/sql-pg`) and a migrated schema.
  */
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Effect, Layer, Option } from "effect"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { EmbeddedPostgres } from "./EmbeddedPostgres.ts"
 import initial from "./migrations/0001_initial.ts"
+import deliveryEngine from "./migrations/0002_delivery_engine.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
 export const migrations = PgMigrator.fromRecord({
-  "0001_initial": initial
+  "0001_initial": initial,
+  "0002_delivery_engine": deliveryEngine
 })
 
 const clientOptions = {

@@ -18,8 +18,12 @@ import {
   ApplicationParams,
   CreateApplicationBody,
   CreateKeyBody,
+  DeliveryList,
+  DeliveryParams,
+  DeliveryResent,
   IssuedApiKeyView,
   KeyParams,
+  ListDeliveriesQuery,
   UpdateApplicationBody,
   WebhookSecretCreated
 } from "./OperatorSchemas.ts"
@@ -117,9 +121,40 @@ export class OperatorKeysApi extends HttpApiGroup.make("operatorKeys")
   )
   .annotateMerge(OpenApi.annotations({ title: "API keys" })) {}
 
+export class OperatorDeliveriesApi extends HttpApiGroup.make("operatorDeliveries")
+  .add(
+    HttpApiEndpoint.get("list", "/applications/:id/deliveries", {
+      params: ApplicationParams,
+      query: ListDeliveriesQuery,
+      success: DeliveryList,
+      error: [ErrorEnvelope.NotFound, ErrorEnvelope.ValidationFailed]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "List webhook deliveries",
+        description:
+          "The application's deliveries, newest first, each with its attempts, in pages of `limit` (1–100, default " +
+          "10); for the next page pass the last `id` as `starting_after`. Filters: `status`, `event`, `payment_id`, `mode`."
+      })
+    ),
+    HttpApiEndpoint.post("resend", "/deliveries/:id/resend", {
+      params: DeliveryParams,
+      success: DeliveryResent,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Resend a webhook",
+        description:
+          "Makes one immediate manual attempt of the same event (same `id`, fresh signature), whatever the delivery's " +
+          "status. The schedule is not restarted; a successful resend ends a pending or failed delivery as succeeded."
+      })
+    )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Webhook deliveries" })) {}
+
 export class OperatorApi extends HttpApi.make("kassa-operator")
   .add(OperatorApplicationsApi)
   .add(OperatorKeysApi)
+  .add(OperatorDeliveriesApi)
   .prefix(operatorPrefix)
   .middleware(InvalidRequest.InvalidRequest)
   // Added last, so it wraps the other middleware and runs first.
@@ -130,7 +165,7 @@ export class OperatorApi extends HttpApi.make("kassa-operator")
       title: "Kassa operator API",
       version: "1.0.0",
       description:
-        "Applications, API keys and webhook secrets. Authenticate with `Authorization: Bearer <KASSA_ADMIN_TOKEN>`. " +
+        "Applications, API keys, webhook secrets and webhook deliveries. Authenticate with `Authorization: Bearer <KASSA_ADMIN_TOKEN>`. " +
         'Errors are `{"error":{"code","message",…}}` as in the merchant API.'
     })
   ) {}

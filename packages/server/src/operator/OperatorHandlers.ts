@@ -14,6 +14,8 @@ import {
   toApplication
 } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
+import { Dispatcher } from "../webhooks/Dispatcher.ts"
 import * as AdminAuthentication from "./AdminAuthentication.ts"
 import { OperatorApi, operatorOpenApiPath } from "./OperatorApi.ts"
 import type { UpdateApplicationBody } from "./OperatorSchemas.ts"
@@ -22,6 +24,8 @@ const applicationNotFound = () => new ApiError.NotFound({ message: "No applicati
 const keyNotFound = () => new ApiError.NotFound({ message: "No API key with this id." })
 
 const parseKeyId = Schema.decodeUnknownOption(Ids.ApiKeyId)
+const parseDeliveryId = Schema.decodeUnknownOption(Ids.DeliveryId)
+const deliveryNotFound = () => new ApiError.NotFound({ message: "No delivery with this id." })
 
 /**
  * The rules a single field cannot check: `min_amount` ≤ `max_amount` over the resulting settings (stored values
@@ -172,6 +176,45 @@ export const KeysHandlers = HttpApiBuilder.group(
   })
 )
 
+export const DeliveriesHandlers = HttpApiBuilder.group(
+  OperatorApi,
+  "operatorDeliveries",
+  Effect.fn(function* (handlers) {
+    const applications = yield* ApplicationRepository
+    const deliveries = yield* DeliveryRepository
+    const dispatcher = yield* Dispatcher
+
+    return handlers
+      .handle(
+        "list",
+        Effect.fn("Operator.listDeliveries")(function* ({ params, query }) {
+          const application = yield* Option.match(parseApplicationId(params.id), {
+            onNone: () => Effect.fail(applicationNotFound()),
+            onSome: (id) => applications.find(id).pipe(Effect.flatMap(Effect.fromOption(applicationNotFound)))
+          })
+          const page = yield* deliveries.list(application.id, {
+            limit: query.limit,
+            startingAfter: query.starting_after,
+            status: query.status,
+            event: query.event,
+            paymentId: query.payment_id,
+            mode: query.mode
+          })
+          return yield* Effect.fromOption(page, () =>
+            RequestValidation.validationFailed({ starting_after: ["is not the id of a delivery of this application"] })
+          )
+        })
+      )
+      .handle(
+        "resend",
+        Effect.fn("Operator.resendDelivery")(function* ({ params }) {
+          const id = yield* Effect.fromOption(parseDeliveryId(params.id), deliveryNotFound)
+          return yield* Effect.fromOption(yield* dispatcher.resend(id), deliveryNotFound)
+        })
+      )
+  })
+)
+
 /** Every method and path the operator API answers, for the router's 405 `Allow` answers. */
 export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly path: string }> => {
   const routes: Array<{ method: string; path: string }> = [{ method: "GET", path: operatorOpenApiPath }]
@@ -186,6 +229,6 @@ export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly
 
 /** The operator API's routes, with their middleware; needs the repositories, secrets and settings. */
 export const layer = HttpApiBuilder.layer(OperatorApi, { openapiPath: operatorOpenApiPath }).pipe(
-  Layer.provide([ApplicationsHandlers, KeysHandlers]),
+  Layer.provide([ApplicationsHandlers, KeysHandlers, DeliveriesHandlers]),
   Layer.provide([AdminAuthentication.layer, InvalidRequest.layer])
 )

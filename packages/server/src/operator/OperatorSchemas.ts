@@ -5,8 +5,8 @@
  * https-only webhook URLs in production — are checked by the handlers once the fields are valid.
  */
 import { isIP } from "node:net"
-import { Application, Ids, Mode, Money, PaymentRequests, Timestamp } from "@kassa/core"
-import { Result, Schema } from "effect"
+import { Application, Ids, Mode, Money, PaymentRequests, Timestamp, WebhookEvent } from "@kassa/core"
+import { Effect, Result, Schema } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 import { IpNetwork, NetAddress } from "effect/net"
 
@@ -201,3 +201,67 @@ export const IssuedApiKeyView = Schema.Struct({
 export const WebhookSecretCreated = Schema.Struct({ webhook_secret: WebhookSecretValue })
   .annotate({ identifier: "WebhookSecretCreated" })
   .pipe(HttpApiSchema.status(201))
+
+/** `{id}` of a delivery, parsed by the handler like the other ids (a malformed one is a 404). */
+export const DeliveryParams = {
+  id: Schema.String.annotate({ description: "The delivery's id, a lower-case UUID." })
+}
+
+const DeliveryStatus = Schema.Literals(["pending", "succeeded", "failed"])
+
+/**
+ * The query of `GET /applications/{id}/deliveries`: a page of `limit` (1–100, default 10), newest first, after the
+ * delivery `starting_after`, optionally only one `status`, `event`, `payment_id` or `mode`.
+ */
+export const ListDeliveriesQuery = {
+  limit: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }, { message: "must be from 1 to 100" })).pipe(
+    Schema.withDecodingDefaultTypeKey(Effect.succeed(10))
+  ),
+  starting_after: Schema.optionalKey(
+    Ids.DeliveryId.annotate({ description: "Continue after this delivery: the last `id` of the previous page." })
+  ),
+  status: Schema.optionalKey(DeliveryStatus.annotate({ description: "Only deliveries in this status." })),
+  event: Schema.optionalKey(WebhookEvent.EventName.annotate({ description: "Only deliveries of this event name." })),
+  payment_id: Schema.optionalKey(Ids.PaymentId.annotate({ description: "Only deliveries of this payment's events." })),
+  mode: Schema.optionalKey(Mode.Mode.annotate({ description: "Only test or only live events." }))
+}
+
+/** One attempt of a delivery (decisions §7): what was sent where, and what came back. */
+export const DeliveryAttemptView = Schema.Struct({
+  number: Schema.Int.annotate({ description: "1 for the first attempt, in the order they were made." }),
+  kind: Schema.Literals(["scheduled", "manual"]),
+  started_at: Timestamp.Timestamp,
+  url: Schema.NullOr(Schema.String).annotate({ description: "The webhook URL used; null when none was set." }),
+  response_status: Schema.NullOr(Schema.Int),
+  error: Schema.NullOr(Schema.String).annotate({
+    description:
+      "Why no status came: timeout, connection_refused, connection_reset, dns, tls, blocked_address, https_required, " +
+      "invalid_url, no_webhook_url, unreachable, invalid_response, connection_error."
+  }),
+  duration_ms: Schema.Int,
+  response_body: Schema.NullOr(Schema.String).annotate({
+    description: "At most the first 1,024 bytes of the answer, as text."
+  })
+}).annotate({ identifier: "DeliveryAttempt" })
+
+/** A delivery of one event, with every attempt (decisions §8). */
+export const DeliveryView = Schema.Struct({
+  id: Ids.DeliveryId,
+  event_id: Ids.EventId,
+  event: WebhookEvent.EventName,
+  payment_id: Ids.PaymentId,
+  mode: Mode.Mode,
+  status: DeliveryStatus,
+  next_attempt_at: Schema.NullOr(Timestamp.Timestamp).annotate({
+    description: "When the next scheduled attempt is due; null once the delivery succeeded or failed."
+  }),
+  created_at: Timestamp.Timestamp,
+  attempts: Schema.Array(DeliveryAttemptView)
+}).annotate({ identifier: "Delivery" })
+
+export const DeliveryList = Schema.Struct({ data: Schema.Array(DeliveryView), has_more: Schema.Boolean }).annotate({
+  identifier: "DeliveryList"
+})
+
+/** 202 of a resend: the delivery as it is when the manual attempt starts. */
+export const DeliveryResent = DeliveryView.pipe(HttpApiSchema.status(202))

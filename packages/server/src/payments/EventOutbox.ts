@@ -8,6 +8,7 @@ import { Ids, type Payment, WebhookEvent } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Schema } from "effect"
 import { SecureRandom } from "effect/crypto"
 import { SqlClient } from "effect/sql"
+import { DeliveryWakeup } from "../webhooks/DeliveryWakeup.ts"
 
 // The body is serialized once, here, so every attempt sends the same bytes.
 const encodeEvent = Schema.encodeSync(Schema.toCodecJson(WebhookEvent.WebhookEvent))
@@ -35,6 +36,7 @@ export class EventOutbox extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const random = yield* SecureRandom.SecureRandom
+      const wakeup = yield* DeliveryWakeup
 
       const record = Effect.fn("EventOutbox.record")(function* (
         applicationId: Ids.ApplicationId,
@@ -58,6 +60,8 @@ export class EventOutbox extends Context.Service<
             VALUES (${deliveryId}, ${event.id}, ${applicationId}, 'pending', ${createdAt}, ${createdAt}, ${createdAt})
           `
         }
+        // The dispatcher in this process starts on the first attempt as soon as the change commits.
+        yield* sql.afterCommit(wakeup.wake)
         return made
       }, Effect.orDie)
 

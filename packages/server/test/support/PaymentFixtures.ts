@@ -119,6 +119,7 @@ export interface StoredEvent {
   readonly delivery_status: string | null
   readonly next_attempt_at: Date | null
   readonly attempt_count: number | null
+  readonly delivery_created_at: Date | null
 }
 
 /** The events of a payment, oldest first, each with its delivery. */
@@ -127,6 +128,7 @@ export const eventsOf = async (server: RunningServer, paymentId: string) =>
     server,
     (sql) => sql`
       SELECT e.id, e.event, e.body, e.created_at, d.status AS delivery_status, d.next_attempt_at, d.attempt_count,
+             d.created_at AS delivery_created_at,
              (SELECT count(*)::int FROM deliveries x WHERE x.event_id = e.id) AS deliveries
       FROM events e LEFT JOIN deliveries d ON d.event_id = e.id
       WHERE e.payment_id = ${paymentId}
