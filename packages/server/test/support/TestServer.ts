@@ -8,7 +8,7 @@ import { type AddressInfo, connect, createServer } from "node:net"
 import { PgClient } from "@effect/sql-pg"
 import { Application } from "@kassa/core"
 import type { Context } from "effect"
-import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { Effect, Exit, Layer, Option, Redacted, References, Scope } from "effect"
 import type { HttpServer } from "effect/http"
 import { ApiKeyRepository } from "../../src/applications/ApiKeyRepository.ts"
 import {
@@ -116,8 +116,10 @@ export const startServer = async (
     ...overrides
   })
   const scope = Effect.runSync(Scope.make())
+  // Request lines of every test server would drown the test output: warnings and errors only.
+  const quiet = Layer.succeed(References.MinimumLogLevel, "Warn")
   const context = (await Effect.runPromise(
-    Layer.buildWithScope(KassaServer.layer.pipe(Layer.provide(config)), scope)
+    Layer.buildWithScope(KassaServer.layer.pipe(Layer.provide(config), Layer.provide(quiet)), scope)
   )) as Context.Context<ServerServices | HttpServer.HttpServer>
   const run = <A, E>(effect: Effect.Effect<A, E, ServerServices>) => Effect.runPromise(Effect.provide(effect, context))
   const baseUrl = `http://127.0.0.1:${port}`
