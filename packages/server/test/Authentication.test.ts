@@ -46,7 +46,8 @@ describe.each(databases)("authentication on %s", (database) => {
   let server: RunningServer
   let app: TestApplication
   beforeAll(async () => {
-    server = await startServer(database)
+    // Info level: one test checks every line the server logs for keys.
+    server = await startServer(database, {}, { logLevel: "Info" })
     app = await server.createApplication()
   })
   afterAll(() => server.close())

@@ -11,6 +11,7 @@ import { ApiError, type Application, Authentication } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
+import type { StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ClientAddress } from "./ClientAddress.ts"
 import * as IpAllowList from "./IpAllowList.ts"
 import * as RateLimit from "./RateLimit.ts"
@@ -61,6 +62,14 @@ const statusRefusal = (
 /** Who a valid request speaks for. */
 export type Caller = Authentication.CurrentApplication["Service"]
 
+/**
+ * The application as authentication just read it, for the rest of the same request: create reads its settings
+ * without a second query. Server-side only; the contract's `CurrentApplication` carries the ids.
+ */
+export class AuthenticatedApplication extends Context.Service<AuthenticatedApplication, StoredApplication>()(
+  "@kassa/server/auth/AuthenticatedApplication"
+) {}
+
 export type Refusal =
   | ApiError.Unauthenticated
   | ApiError.InvalidApiKey
@@ -79,7 +88,11 @@ export class MerchantAuth extends Context.Service<
   {
     readonly check: (
       credential: Redacted.Redacted<string>
-    ) => Effect.Effect<Caller, Refusal, HttpServerRequest.HttpServerRequest>
+    ) => Effect.Effect<
+      { readonly caller: Caller; readonly application: StoredApplication },
+      Refusal,
+      HttpServerRequest.HttpServerRequest
+    >
   }
 >()("@kassa/server/auth/MerchantAuth") {
   static readonly layer = Layer.effect(
@@ -127,7 +140,8 @@ export class MerchantAuth extends Context.Service<
             retryAfterSeconds: decision.retryAfterSeconds
           })
         }
-        return { applicationId: application.id, mode: key.mode, keyId: key.id } satisfies Caller
+        const caller: Caller = { applicationId: application.id, mode: key.mode, keyId: key.id }
+        return { caller, application }
       })
 
       return MerchantAuth.of({ check })
@@ -143,9 +157,10 @@ export const layer = Layer.effect(
     return Authentication.Authentication.of({
       bearer: (httpEffect, { credential }) =>
         auth.check(credential).pipe(
-          Effect.flatMap((caller) =>
+          Effect.flatMap(({ caller, application }) =>
             httpEffect.pipe(
               Effect.provideService(Authentication.CurrentApplication, caller),
+              Effect.provideService(AuthenticatedApplication, application),
               Effect.annotateLogs({
                 application_id: caller.applicationId,
                 api_key_id: caller.keyId,

@@ -15,10 +15,11 @@ import {
   PaymentsApi,
   RequestFingerprint
 } from "@kassa/core"
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { Digest } from "effect/crypto"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { AuthenticatedApplication } from "../auth/Authentication.ts"
 import { type Answer, type Claim, errorAnswer, IdempotencyStore, type Outcome } from "../payments/IdempotencyStore.ts"
 import type { Scope } from "../payments/PaymentRepository.ts"
 import { Payments } from "../payments/Payments.ts"
@@ -96,8 +97,9 @@ export const PaymentsHandlers = HttpApiBuilder.group(
         Effect.gen(function* () {
           const scope = yield* currentScope
           const key = headers["idempotency-key"]
+          const application = Option.getOrUndefined(yield* Effect.serviceOption(AuthenticatedApplication))
           const create = (idempotency?: Claim) =>
-            payments.create({ scope, body: payload, simulate: headers["kassa-simulate"], idempotency })
+            payments.create({ scope, body: payload, simulate: headers["kassa-simulate"], idempotency, application })
           if (key === undefined) return yield* create()
           return yield* idempotent({
             scope,

@@ -14,7 +14,7 @@ import { ApiError, CreatePayment, Ids, Payment, PaymentStateMachine, RefundRules
 import { Context, DateTime, Effect, Layer, Option, Result } from "effect"
 import { SecureRandom } from "effect/crypto"
 import { SqlClient } from "effect/sql"
-import { ApplicationRepository } from "../applications/ApplicationRepository.ts"
+import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { EventOutbox } from "./EventOutbox.ts"
 import type { Claim } from "./IdempotencyStore.ts"
@@ -29,6 +29,8 @@ export interface CreateRequest {
   readonly simulate?: "provider_error" | undefined
   /** Set when the request carries an Idempotency-Key (see IdempotencyStore). */
   readonly idempotency?: Claim | undefined
+  /** The application as this request's authentication read it; read again when absent. */
+  readonly application?: StoredApplication | undefined
 }
 
 export type CreateError = CreatePayment.CreateRejection | ApiError.OrderReferenceAlreadyPaid | ApiError.ProviderError
@@ -226,14 +228,17 @@ export class Payments extends Context.Service<
       const create = Effect.fn("Payments.create")(
         function* (request: CreateRequest) {
           const { scope } = request
-          const application = yield* applications.find(scope.applicationId).pipe(
-            Effect.flatMap(
-              Option.match({
-                onNone: () => Effect.die(new Error("the authenticated application does not exist")),
-                onSome: Effect.succeed
-              })
-            )
-          )
+          const application =
+            request.application?.id === scope.applicationId
+              ? request.application
+              : yield* applications.find(scope.applicationId).pipe(
+                  Effect.flatMap(
+                    Option.match({
+                      onNone: () => Effect.die(new Error("the authenticated application does not exist")),
+                      onSome: Effect.succeed
+                    })
+                  )
+                )
           const draft = yield* Effect.fromResult(CreatePayment.decide(request.body, application))
           const key = request.idempotency?.key ?? null
 

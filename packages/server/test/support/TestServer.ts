@@ -8,7 +8,7 @@ import { type AddressInfo, connect, createServer } from "node:net"
 import { PgClient } from "@effect/sql-pg"
 import { Application } from "@kassa/core"
 import type { Context } from "effect"
-import { Effect, Exit, Layer, Option, Redacted, References, Scope } from "effect"
+import { Effect, Exit, Layer, type LogLevel, Option, Redacted, References, Scope } from "effect"
 import type { HttpServer } from "effect/http"
 import { ApiKeyRepository } from "../../src/applications/ApiKeyRepository.ts"
 import {
@@ -96,7 +96,8 @@ export const adminToken = "test-admin-token-0123456789abcdef"
 /** Starts the real server on a free port over the given database. */
 export const startServer = async (
   database: DatabaseKind,
-  overrides: Partial<ServerSettings> = {}
+  overrides: Partial<ServerSettings> = {},
+  options: { readonly logLevel?: LogLevel.LogLevel } = {}
 ): Promise<RunningServer> => {
   const port = await freePort()
   const dbName = `kassa_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
@@ -116,8 +117,9 @@ export const startServer = async (
     ...overrides
   })
   const scope = Effect.runSync(Scope.make())
-  // Request lines of every test server would drown the test output: warnings and errors only.
-  const quiet = Layer.succeed(References.MinimumLogLevel, "Warn")
+  // Request lines of every test server would drown the test output: warnings and errors only, unless a test
+  // is about what gets logged.
+  const quiet = Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Warn")
   const context = (await Effect.runPromise(
     Layer.buildWithScope(KassaServer.layer.pipe(Layer.provide(config), Layer.provide(quiet)), scope)
   )) as Context.Context<ServerServices | HttpServer.HttpServer>
