@@ -1,2 +1,82 @@
-// @kassa/client is filled by issue 5 (merchant SDK and the `kassa` command); it exports nothing yet.
-export {}
+/**
+ * @kassa/client — the merchant SDK of Kassa, derived from the core's API contract. Two faces over one
+ * implementation: `Kassa` for Promise code and the `KassaClient` Effect service.
+ *
+ * @example
+ * import { Kassa } from "@kassa/client"
+ *
+ * const kassa = new Kassa({ apiKey, baseUrl: "https://kassa.example.com" })
+ * const payment = await kassa.payments.create({ amount: 1250, currency: "EUR", order_reference: "order-1" })
+ */
+export type {
+  KassaCustomer,
+  KassaEvent,
+  KassaEventName,
+  KassaEventOf,
+  KassaPayer,
+  KassaPayment,
+  KassaPaymentStatus,
+  KassaRefund,
+  KassaRefundStatus
+} from "@kassa/webhook-verify"
+export {
+  AmountAboveMaximumError,
+  AmountBelowMinimumError,
+  type AnyKassaApiError,
+  type AnyKassaError,
+  type ApiErrorInit,
+  ApplicationDisabledError,
+  ApplicationPendingReviewError,
+  ApplicationSuspendedError,
+  ConnectionError,
+  errorClasses,
+  HttpError,
+  IdempotencyKeyReusedError,
+  IdempotencyRequestInProgressError,
+  InvalidApiKeyError,
+  IpNotAllowedError,
+  KassaApiError,
+  KassaError,
+  MethodNotEnabledError,
+  MethodRequiredError,
+  NotFoundError,
+  OrderReferenceAlreadyPaidError,
+  PaymentBusyError,
+  PaymentNotCancellableError,
+  PaymentNotPendingError,
+  PaymentNotRefundableError,
+  ProviderError,
+  RateLimitedError,
+  RefundAmountExceedsRefundableError,
+  RefundsProcessedManuallyError,
+  RequestAbortedError,
+  ReturnUrlNotAllowedError,
+  ServerError,
+  TimeoutError,
+  UnauthenticatedError,
+  UnexpectedResponseError,
+  ValidationFailedError
+} from "./errors.ts"
+export {
+  type CallOptions,
+  type CreatePaymentCallOptions,
+  type IdempotentCallOptions,
+  Kassa,
+  type KassaOptions,
+  type KassaPaymentPage,
+  type KassaPayments,
+  type KassaTest
+} from "./Kassa.ts"
+export {
+  type CreatePaymentOptions,
+  type CreatePaymentParams,
+  type IdempotentRequestOptions,
+  KassaClient,
+  type KassaClientOptions,
+  type KassaClientService,
+  type ListPaymentsParams,
+  type PaymentPage,
+  type RefundParams,
+  type RequestOptions,
+  type SimulateParams
+} from "./KassaClient.ts"
