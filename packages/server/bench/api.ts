@@ -26,6 +26,8 @@ const secretKey = "bench-secret-key-0123456789abcdef"
 const database = `kassa_bench_${Date.now()}`
 const databaseUrl = Object.assign(new URL(maintenanceUrl), { pathname: `/${database}` }).toString()
 const root = join(import.meta.dirname, "..")
+// Node flags for the Kassa process, to compare settings (e.g. KASSA_BENCH_NODE_FLAGS=--max-semi-space-size=8).
+const nodeFlags = (process.env.KASSA_BENCH_NODE_FLAGS ?? "").split(" ").filter((flag) => flag.length > 0)
 
 const onPostgres = <A, E>(url: string, effect: Effect.Effect<A, E, PgClient.PgClient>) =>
   Effect.runPromise(
@@ -34,7 +36,7 @@ const onPostgres = <A, E>(url: string, effect: Effect.Effect<A, E, PgClient.PgCl
 
 const startProcess = (args: ReadonlyArray<string>, env: Record<string, string>) => {
   // Kassa runs from its build (dist/), as `npm start` does; `pnpm bench` builds first.
-  const conditions = args[0]?.startsWith("dist/") === true ? [] : ["--conditions=@kassa/source"]
+  const conditions = args[0]?.startsWith("dist/") === true ? nodeFlags : ["--conditions=@kassa/source"]
   const child = spawn(process.execPath, [...conditions, ...args], {
     cwd: root,
     env: { ...process.env, ...env },

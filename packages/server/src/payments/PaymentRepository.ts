@@ -160,7 +160,10 @@ export class PaymentRepository extends Context.Service<
       const withRefunds = (rows: ReadonlyArray<Row>) =>
         Effect.gen(function* () {
           if (rows.length === 0) return []
-          const ids = rows.map((row) => String(row.id))
+          // Rows read with `withRefundFlag` say whether they have refunds: most payments have none, and then
+          // the refunds query is skipped (a GET is then two statements, the key lookup and this one).
+          const ids = rows.filter((row) => row.has_refunds !== false).map((row) => String(row.id))
+          if (ids.length === 0) return rows.map((row) => fromRow(row, []))
           const refundRows = yield* sql`
             SELECT * FROM refunds WHERE ${sql.in("payment_id", ids)} ORDER BY created_at, seq
           `
@@ -181,8 +184,11 @@ export class PaymentRepository extends Context.Service<
           ? sql`id = ${id}`
           : sql.and([sql`id = ${id}`, sql`application_id = ${scope.applicationId}`, sql`mode = ${scope.mode}`])
 
+      /** The payment columns plus `has_refunds`, for {@link withRefunds}. */
+      const withRefundFlag = sql`*, EXISTS (SELECT 1 FROM refunds r WHERE r.payment_id = payments.id) AS has_refunds`
+
       const find = (id: Ids.PaymentId, scope?: Scope) =>
-        sql`SELECT * FROM payments WHERE ${scoped(id, scope)}`.pipe(
+        sql`SELECT ${withRefundFlag} FROM payments WHERE ${scoped(id, scope)}`.pipe(
           Effect.flatMap(withRefunds),
           Effect.map(first),
           Effect.orDie
@@ -335,7 +341,7 @@ export class PaymentRepository extends Context.Service<
             clauses.push(sql`(created_at, seq) < (${row.created_at as Date}, ${row.seq as bigint})`)
           }
           const rows = yield* sql`
-            SELECT * FROM payments WHERE ${sql.and(clauses)}
+            SELECT ${withRefundFlag} FROM payments WHERE ${sql.and(clauses)}
             ORDER BY created_at DESC, seq DESC
             LIMIT ${query.limit + 1}
           `.pipe(Effect.orDie)
