@@ -1,2 +1,3 @@
-// @kassa/cli is filled by issue 5 (merchant SDK and the `kassa` command); it exports nothing yet.
-export {}
+/** @kassa/cli: the `kassa` command (`bin`), and its command tree for embedding or testing. */
+export { exitCodeOf, kassa, version } from "./Cli.ts"
+export { CommandFailure, ExitCode, ReportedFailure } from "./Output.ts"

@@ -1,2 +1,3 @@
 export { ServerConfig } from "./config/ServerConfig.ts"
 export * as KassaServer from "./KassaServer.ts"
+export * as Launch from "./Launch.ts"

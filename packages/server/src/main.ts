@@ -2,19 +2,9 @@
 /** `node dist/main.js`: the reference server with settings from the environment (decisions §9). */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Exit, Layer, Runtime } from "effect"
-import * as Logging from "./config/Logging.ts"
-import { ServerConfig } from "./config/ServerConfig.ts"
-import * as KassaServer from "./KassaServer.ts"
-import * as DemoApplication from "./seed/DemoApplication.ts"
+import * as Launch from "./Launch.ts"
 
-// The demo seed and start banner run once the server listens (DemoApplication).
-Layer.launch(
-  DemoApplication.layer.pipe(
-    Layer.provide(KassaServer.layer),
-    Layer.provide(Logging.layer),
-    Layer.provide(ServerConfig.layer)
-  )
-).pipe(
+Layer.launch(Launch.layer).pipe(
   NodeRuntime.runMain({
     // SIGTERM/SIGINT interrupt the server: requests in flight finish, the database closes, and that is a
     // clean stop (exit 0), not a failure.

@@ -1,0 +1,35 @@
+/** Flags every command group shares, each falling back to its environment variable. */
+import { Config } from "effect"
+import { Flag } from "effect/cli"
+
+export const defaultBaseUrl = "http://localhost:4000"
+
+export const json = Flag.Boolean("json").pipe(
+  Flag.withDescription('Print machine-readable JSON on stdout (errors too, as {"error":{…}})'),
+  Flag.withDefault(false)
+)
+
+export const baseUrl = Flag.String("base-url").pipe(
+  Flag.withDescription(`Where the Kassa server answers (env KASSA_BASE_URL, default ${defaultBaseUrl})`),
+  Flag.withFallbackConfig(Config.String("KASSA_BASE_URL").pipe(Config.withDefault(defaultBaseUrl)))
+)
+
+export const apiKey = Flag.Redacted("api-key").pipe(
+  Flag.withDescription("The application's API key, pk_test_… or pk_live_… (env KASSA_API_KEY)"),
+  Flag.withFallbackConfig(Config.Redacted("KASSA_API_KEY"))
+)
+
+export const adminToken = Flag.Redacted("admin-token").pipe(
+  Flag.withDescription("The operator's admin token (env KASSA_ADMIN_TOKEN)"),
+  Flag.withFallbackConfig(Config.Redacted("KASSA_ADMIN_TOKEN"))
+)
+
+export const webhookSecret = Flag.Redacted("secret").pipe(
+  Flag.withDescription("The application's webhook secret, whsec_… (env KASSA_WEBHOOK_SECRET)"),
+  Flag.withFallbackConfig(Config.Redacted("KASSA_WEBHOOK_SECRET"))
+)
+
+/** The flags of commands that call the merchant API. */
+export const merchant = { json, baseUrl, apiKey }
+/** The flags of commands that call the operator API. */
+export const operator = { json, baseUrl, adminToken }

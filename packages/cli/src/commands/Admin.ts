@@ -1,0 +1,423 @@
+/**
+ * `kassa admin apps|keys|webhook-secret|deliveries …`: the operator API (decisions §8) with the admin token.
+ */
+import { Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { request } from "../Operator.ts"
+import { fields, output, reporting, table } from "../Output.ts"
+import * as Settings from "../Settings.ts"
+
+// --- Shapes of the answers (OperatorSchemas of @kassa/server) --------------------------------------------------------
+
+interface Application {
+  readonly id: string
+  readonly name: string
+  readonly status: string
+  readonly methods: ReadonlyArray<string>
+  readonly currencies: ReadonlyArray<string>
+  readonly locale: string
+  readonly min_amount: number
+  readonly max_amount: number
+  readonly return_url_host: string | null
+  readonly webhook_url: string | null
+  readonly ip_allowlist: ReadonlyArray<string>
+  readonly payment_ttl_seconds: number
+  readonly rate_limit_per_minute: number
+  readonly created_at: string
+}
+
+interface ApiKey {
+  readonly id: string
+  readonly mode: string
+  readonly display: string
+  readonly created_at: string
+  readonly last_used_at?: string | null
+  readonly revoked_at?: string | null
+}
+
+interface IssuedApiKey extends ApiKey {
+  readonly key: string
+}
+
+interface DeliveryAttempt {
+  readonly number: number
+  readonly kind: string
+  readonly started_at: string
+  readonly url: string | null
+  readonly response_status: number | null
+  readonly error: string | null
+  readonly duration_ms: number
+}
+
+interface Delivery {
+  readonly id: string
+  readonly event_id: string
+  readonly event: string
+  readonly payment_id: string
+  readonly mode: string
+  readonly status: string
+  readonly next_attempt_at: string | null
+  readonly created_at: string
+  readonly attempts: ReadonlyArray<DeliveryAttempt>
+}
+
+// --- Rendering -----------------------------------------------------------------------------------------------------
+
+const renderApplication = (application: Application) =>
+  fields([
+    ["ID", application.id],
+    ["Name", application.name],
+    ["Status", application.status],
+    ["Methods", application.methods.join(", ")],
+    ["Currencies", application.currencies.join(", ")],
+    ["Locale", application.locale],
+    ["Amounts", `${application.min_amount} to ${application.max_amount} (minor units)`],
+    ["Return URL host", application.return_url_host],
+    ["Webhook URL", application.webhook_url],
+    ["IP allow-list", application.ip_allowlist.length === 0 ? "(any)" : application.ip_allowlist.join(", ")],
+    ["Payment TTL", `${application.payment_ttl_seconds} s`],
+    ["Rate limit", `${application.rate_limit_per_minute} per minute`],
+    ["Created at", application.created_at]
+  ])
+
+const renderKeys = (keys: ReadonlyArray<ApiKey>) =>
+  keys.length === 0
+    ? "No keys."
+    : table(
+        [
+          ["id", "ID"],
+          ["mode", "Mode"],
+          ["display", "Key"],
+          ["created_at", "Created at"],
+          ["last_used_at", "Last used at"],
+          ["revoked_at", "Revoked at"]
+        ],
+        keys
+      )
+
+const renderIssuedKey = (key: IssuedApiKey) =>
+  `${fields([
+    ["ID", key.id],
+    ["Mode", key.mode],
+    ["Key", key.key],
+    ["Created at", key.created_at]
+  ])}\n\nThe key is shown this once; only its hash is stored.`
+
+const lastAttempt = (delivery: Delivery) => {
+  const last = delivery.attempts[delivery.attempts.length - 1]
+  if (last === undefined) return "-"
+  return last.response_status === null ? (last.error ?? "-") : `HTTP ${last.response_status}`
+}
+
+const renderDeliveries = (deliveries: ReadonlyArray<Delivery>, hasMore: boolean) => {
+  if (deliveries.length === 0) return "No deliveries."
+  const rows = table(
+    [
+      ["id", "ID"],
+      ["event", "Event"],
+      ["payment_id", "Payment"],
+      ["status", "Status"],
+      ["attempts", "Attempts"],
+      ["last", "Last answer"],
+      ["created_at", "Created at"]
+    ],
+    deliveries.map((delivery) => ({ ...delivery, attempts: delivery.attempts.length, last: lastAttempt(delivery) }))
+  )
+  const last = deliveries[deliveries.length - 1]
+  return hasMore && last !== undefined ? `${rows}\n\nMore deliveries follow: --starting-after ${last.id}` : rows
+}
+
+const renderDelivery = (delivery: Delivery) =>
+  `${fields([
+    ["ID", delivery.id],
+    ["Event", `${delivery.event} (${delivery.event_id})`],
+    ["Payment", delivery.payment_id],
+    ["Mode", delivery.mode],
+    ["Status", delivery.status],
+    ["Next attempt at", delivery.next_attempt_at],
+    ["Created at", delivery.created_at]
+  ])}\n\n${table(
+    [
+      ["number", "#"],
+      ["kind", "Kind"],
+      ["started_at", "Started at"],
+      ["url", "URL"],
+      ["response_status", "Status"],
+      ["error", "Error"],
+      ["duration_ms", "ms"]
+    ],
+    delivery.attempts
+  )}`
+
+// --- Flags -----------------------------------------------------------------------------------------------------------
+
+const some = <K extends string, A>(key: K, option: Option.Option<A>): { [P in K]?: A } =>
+  Option.isSome(option) ? ({ [key]: option.value } as { [P in K]?: A }) : {}
+const list = (value: string) =>
+  value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0)
+/** `""` or `none` clears a nullable setting. */
+const nullable = (value: string) => (value === "" || value === "none" ? null : value)
+
+const applicationId = Argument.String("application-id").pipe(Argument.withDescription("The application's id"))
+const keyId = Argument.String("key-id").pipe(Argument.withDescription("The key record's id (not the key)"))
+const deliveryId = Argument.String("delivery-id").pipe(Argument.withDescription("The delivery's id"))
+
+const settingFlags = {
+  status: Flag.Literals("status", ["pending_review", "active", "suspended", "disabled"]).pipe(
+    Flag.withDescription("The application's status"),
+    Flag.optional
+  ),
+  methods: Flag.String("methods").pipe(
+    Flag.withDescription("Payment methods, comma-separated (card,ideal)"),
+    Flag.optional
+  ),
+  currencies: Flag.String("currencies").pipe(
+    Flag.withDescription("Currencies, comma-separated (EUR,USD)"),
+    Flag.optional
+  ),
+  locale: Flag.String("locale").pipe(Flag.withDescription("Checkout language, such as en or nl-NL"), Flag.optional),
+  minAmount: Flag.Int("min-amount").pipe(Flag.withDescription("Smallest payment, minor units"), Flag.optional),
+  maxAmount: Flag.Int("max-amount").pipe(Flag.withDescription("Largest payment, minor units"), Flag.optional),
+  returnUrlHost: Flag.String("return-url-host").pipe(
+    Flag.withDescription("The host return_urls must have (shop.example); none clears it"),
+    Flag.optional
+  ),
+  webhookUrl: Flag.String("webhook-url").pipe(
+    Flag.withDescription("Where webhooks are sent; none clears it"),
+    Flag.optional
+  ),
+  ipAllowlist: Flag.String("ip-allowlist").pipe(
+    Flag.withDescription("Addresses or CIDR ranges allowed to use the keys, comma-separated; empty allows any"),
+    Flag.optional
+  ),
+  paymentTtlSeconds: Flag.Int("payment-ttl-seconds").pipe(
+    Flag.withDescription("How long a payment stays payable, 60 to 604800"),
+    Flag.optional
+  ),
+  rateLimitPerMinute: Flag.Int("rate-limit-per-minute").pipe(
+    Flag.withDescription("Requests per minute per key"),
+    Flag.optional
+  )
+}
+
+type FlagValue<F> = F extends Flag.Flag<infer A> ? A : never
+type SettingInput = { readonly [K in keyof typeof settingFlags]: FlagValue<(typeof settingFlags)[K]> }
+
+const settingsBody = (input: SettingInput) => ({
+  ...some("status", input.status),
+  ...some("methods", Option.map(input.methods, list)),
+  ...some("currencies", Option.map(input.currencies, list)),
+  ...some("locale", input.locale),
+  ...some("min_amount", input.minAmount),
+  ...some("max_amount", input.maxAmount),
+  ...some("return_url_host", Option.map(input.returnUrlHost, nullable)),
+  ...some("webhook_url", Option.map(input.webhookUrl, nullable)),
+  ...some("ip_allowlist", Option.map(input.ipAllowlist, list)),
+  ...some("payment_ttl_seconds", input.paymentTtlSeconds),
+  ...some("rate_limit_per_minute", input.rateLimitPerMinute)
+})
+
+const path = encodeURIComponent
+
+// --- apps ------------------------------------------------------------------------------------------------------------
+
+const appsCreate = Command.make(
+  "create",
+  {
+    ...Settings.operator,
+    name: Flag.String("name").pipe(Flag.withDescription("The application's name")),
+    ...settingFlags
+  },
+  (input) =>
+    request<{ application: Application; webhook_secret: string }>(input, "POST", "/applications", {
+      name: input.name,
+      ...settingsBody(input)
+    }).pipe(
+      Effect.flatMap((created) =>
+        output(
+          input.json,
+          created,
+          ({ application, webhook_secret }) =>
+            `${renderApplication(application)}\n${fields([["Webhook secret", webhook_secret]])}\n\nThe webhook secret is shown this once.`
+        )
+      ),
+      reporting(input.json)
+    )
+).pipe(Command.withDescription("Create an application (status pending_review unless --status says otherwise)"))
+
+const appsList = Command.make("list", Settings.operator, (input) =>
+  request<{ data: ReadonlyArray<Application> }>(input, "GET", "/applications").pipe(
+    Effect.flatMap((page) =>
+      output(input.json, page, ({ data }) =>
+        data.length === 0
+          ? "No applications."
+          : table(
+              [
+                ["id", "ID"],
+                ["name", "Name"],
+                ["status", "Status"],
+                ["webhook_url", "Webhook URL"],
+                ["created_at", "Created at"]
+              ],
+              data
+            )
+      )
+    ),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("List every application, oldest first"))
+
+const appsShow = Command.make("show", { ...Settings.operator, applicationId }, (input) =>
+  request<Application>(input, "GET", `/applications/${path(input.applicationId)}`).pipe(
+    Effect.flatMap((application) => output(input.json, application, renderApplication)),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("Show an application and its settings"))
+
+const appsUpdate = Command.make(
+  "update",
+  {
+    ...Settings.operator,
+    applicationId,
+    name: Flag.String("name").pipe(Flag.withDescription("The application's new name"), Flag.optional),
+    ...settingFlags
+  },
+  (input) =>
+    request<Application>(input, "PATCH", `/applications/${path(input.applicationId)}`, {
+      ...some("name", input.name),
+      ...settingsBody(input)
+    }).pipe(
+      Effect.flatMap((application) => output(input.json, application, renderApplication)),
+      reporting(input.json)
+    )
+).pipe(Command.withDescription("Change an application's settings; only the flags given change"))
+
+const apps = Command.make("apps").pipe(
+  Command.withDescription("Applications: create, list, show, update"),
+  Command.withSubcommands([appsCreate, appsList, appsShow, appsUpdate])
+)
+
+// --- keys ------------------------------------------------------------------------------------------------------------
+
+const keysCreate = Command.make(
+  "create",
+  {
+    ...Settings.operator,
+    applicationId,
+    mode: Flag.Literals("mode", ["test", "live"]).pipe(Flag.withDescription("A test or a live key"))
+  },
+  (input) =>
+    request<IssuedApiKey>(input, "POST", `/applications/${path(input.applicationId)}/keys`, { mode: input.mode }).pipe(
+      Effect.flatMap((key) => output(input.json, key, renderIssuedKey)),
+      reporting(input.json)
+    )
+).pipe(Command.withDescription("Issue an API key; the key is shown this once"))
+
+const keysList = Command.make("list", { ...Settings.operator, applicationId }, (input) =>
+  request<{ data: ReadonlyArray<ApiKey> }>(input, "GET", `/applications/${path(input.applicationId)}/keys`).pipe(
+    Effect.flatMap((page) => output(input.json, page, ({ data }) => renderKeys(data))),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("List an application's keys (display form only), revoked ones included"))
+
+const keysRoll = Command.make("roll", { ...Settings.operator, keyId }, (input) =>
+  request<IssuedApiKey>(input, "POST", `/keys/${path(input.keyId)}/roll`).pipe(
+    Effect.flatMap((key) => output(input.json, key, renderIssuedKey)),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("Replace a key with a new one of the same mode; the old one stops working"))
+
+const keysRevoke = Command.make("revoke", { ...Settings.operator, keyId }, (input) =>
+  request<ApiKey>(input, "DELETE", `/keys/${path(input.keyId)}`).pipe(
+    Effect.flatMap((key) => output(input.json, key, (revoked) => `Revoked.\n\n${renderKeys([revoked])}`)),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("Revoke a key"))
+
+const keys = Command.make("keys").pipe(
+  Command.withDescription("API keys: create, list, roll, revoke"),
+  Command.withSubcommands([keysCreate, keysList, keysRoll, keysRevoke])
+)
+
+// --- webhook-secret ----------------------------------------------------------------------------------------------------
+
+const secretRotate = Command.make("rotate", { ...Settings.operator, applicationId }, (input) =>
+  request<{ webhook_secret: string }>(input, "POST", `/applications/${path(input.applicationId)}/webhook-secret`).pipe(
+    Effect.flatMap((created) =>
+      output(
+        input.json,
+        created,
+        ({ webhook_secret }) => `${fields([["Webhook secret", webhook_secret]])}\n\nThe new secret is shown this once.`
+      )
+    ),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("Give an application a new webhook secret"))
+
+const webhookSecret = Command.make("webhook-secret").pipe(
+  Command.withDescription("The webhook secret: rotate"),
+  Command.withSubcommands([secretRotate])
+)
+
+// --- deliveries ------------------------------------------------------------------------------------------------------
+
+const deliveriesList = Command.make(
+  "list",
+  {
+    ...Settings.operator,
+    applicationId,
+    limit: Flag.Int("limit").pipe(Flag.withDescription("Deliveries per page, 1 to 100 (default 10)"), Flag.optional),
+    startingAfter: Flag.String("starting-after").pipe(
+      Flag.withDescription("Continue after this delivery id (the last of the previous page)"),
+      Flag.optional
+    ),
+    status: Flag.Literals("status", ["pending", "succeeded", "failed"]).pipe(
+      Flag.withDescription("Only deliveries in this status"),
+      Flag.optional
+    ),
+    event: Flag.String("event").pipe(
+      Flag.withDescription("Only deliveries of this event (payment.paid…)"),
+      Flag.optional
+    ),
+    paymentId: Flag.String("payment-id").pipe(Flag.withDescription("Only deliveries of this payment"), Flag.optional),
+    mode: Flag.Literals("mode", ["test", "live"]).pipe(Flag.withDescription("Only test or only live"), Flag.optional)
+  },
+  (input) => {
+    const query = new URLSearchParams({
+      ...some("limit", Option.map(input.limit, String)),
+      ...some("starting_after", input.startingAfter),
+      ...some("status", input.status),
+      ...some("event", input.event),
+      ...some("payment_id", input.paymentId),
+      ...some("mode", input.mode)
+    }).toString()
+    return request<{ data: ReadonlyArray<Delivery>; has_more: boolean }>(
+      input,
+      "GET",
+      `/applications/${path(input.applicationId)}/deliveries${query.length > 0 ? `?${query}` : ""}`
+    ).pipe(
+      Effect.flatMap((page) => output(input.json, page, ({ data, has_more }) => renderDeliveries(data, has_more))),
+      reporting(input.json)
+    )
+  }
+).pipe(Command.withDescription("List an application's webhook deliveries, newest first, one page"))
+
+const deliveriesResend = Command.make("resend", { ...Settings.operator, deliveryId }, (input) =>
+  request<Delivery>(input, "POST", `/deliveries/${path(input.deliveryId)}/resend`).pipe(
+    Effect.flatMap((delivery) => output(input.json, delivery, (resent) => `Resending.\n\n${renderDelivery(resent)}`)),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("Send a delivery again now, whatever its status"))
+
+const deliveries = Command.make("deliveries").pipe(
+  Command.withDescription("Webhook deliveries: list, resend"),
+  Command.withSubcommands([deliveriesList, deliveriesResend])
+)
+
+export const admin = Command.make("admin").pipe(
+  Command.withDescription("The operator API (KASSA_ADMIN_TOKEN): applications, keys, webhook secrets, deliveries"),
+  Command.withSubcommands([apps, keys, webhookSecret, deliveries])
+)

@@ -1,0 +1,35 @@
+/**
+ * `kassa serve`: the reference server of `@kassa/server` as its own `main.ts` runs it (`Launch.layer`: demo seed
+ * and banner, logging, settings), with `--port`, `--host` and `--data-dir` laid over the environment.
+ */
+import { ConfigProvider, Effect, Layer, Option } from "effect"
+import { Command, Flag } from "effect/cli"
+
+export const serve = Command.make(
+  "serve",
+  {
+    port: Flag.Int("port").pipe(
+      Flag.withDescription("The port to listen on (env KASSA_PORT, default 4000)"),
+      Flag.optional
+    ),
+    host: Flag.String("host").pipe(
+      Flag.withDescription("The address to listen on (env KASSA_HOST, default 127.0.0.1)"),
+      Flag.optional
+    ),
+    dataDir: Flag.String("data-dir").pipe(
+      Flag.withDescription("Where the embedded database keeps its files (env KASSA_DATA_DIR, default ./.kassa)"),
+      Flag.optional
+    )
+  },
+  Effect.fn("serve")(function* ({ port, host, dataDir }) {
+    // Loaded here, not at the top: every other command starts without the server's modules.
+    const { Launch } = yield* Effect.promise(() => import("@kassa/server"))
+    const overrides: Record<string, string> = {
+      ...Option.match(port, { onNone: () => ({}), onSome: (value) => ({ KASSA_PORT: String(value) }) }),
+      ...Option.match(host, { onNone: () => ({}), onSome: (value) => ({ KASSA_HOST: value }) }),
+      ...Option.match(dataDir, { onNone: () => ({}), onSome: (value) => ({ KASSA_DATA_DIR: value }) })
+    }
+    const environment = ConfigProvider.layer(ConfigProvider.fromEnvRecord({ ...process.env, ...overrides }))
+    return yield* Layer.launch(Launch.layer.pipe(Layer.provide(environment)))
+  })
+).pipe(Command.withDescription("Run the Kassa server (with the demo application on a first start); stop with Ctrl-C"))

@@ -1,0 +1,221 @@
+/** `kassa admin …` against the real server's operator API. */
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import type { KassaPayment } from "@kassa/client"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type RunningServer, startServer } from "../../server/test/support/TestServer.ts"
+import { json, kassa } from "./support.ts"
+
+let server: RunningServer
+let env: Record<string, string>
+let receiver: Server
+let receiverUrl = ""
+const received: Array<string> = []
+
+interface Application {
+  readonly id: string
+  readonly name: string
+  readonly status: string
+  readonly webhook_url: string | null
+  readonly min_amount: number
+}
+interface Delivery {
+  readonly id: string
+  readonly event: string
+  readonly payment_id: string
+  readonly status: string
+  readonly attempts: ReadonlyArray<{ readonly response_status: number | null; readonly kind: string }>
+}
+
+beforeAll(async () => {
+  server = await startServer("pglite")
+  env = { KASSA_BASE_URL: server.baseUrl, KASSA_ADMIN_TOKEN: server.adminToken }
+  receiver = createServer((request, response) => {
+    request.resume()
+    request.on("end", () => {
+      received.push(String(request.headers["x-service-event"]))
+      response.writeHead(200).end("ok")
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+})
+afterAll(async () => {
+  await server.close()
+  await new Promise((resolve) => receiver.close(resolve))
+})
+
+const ok = <A>(result: Awaited<ReturnType<typeof kassa>>) => {
+  expect(result.code, result.stderr).toBe(0)
+  return json<A>(result)
+}
+
+describe.concurrent("kassa admin", () => {
+  it("apps create, list, show, update", async () => {
+    const created = ok<{ application: Application; webhook_secret: string }>(
+      await kassa(["admin", "apps", "create", "--name", "CLI shop", "--methods", "card,ideal", "--json"], { env })
+    )
+    expect(created.application).toMatchObject({ name: "CLI shop", status: "pending_review" })
+    expect(created.webhook_secret).toMatch(/^whsec_/)
+    const id = created.application.id
+
+    const table = await kassa(["admin", "apps", "create", "--name", "Table shop", "--status", "active"], { env })
+    expect(table.code).toBe(0)
+    expect(table.stdout).toContain("Table shop")
+    expect(table.stdout).toMatch(/Status\s+active/)
+    expect(table.stdout).toMatch(/Webhook secret\s+whsec_/)
+
+    const listed = ok<{ data: Array<Application> }>(await kassa(["admin", "apps", "list", "--json"], { env }))
+    expect(listed.data.map((app) => app.id)).toContain(id)
+    const listTable = await kassa(["admin", "apps", "list"], { env })
+    expect(listTable.stdout).toMatch(/ID\s+NAME\s+STATUS/)
+    expect(listTable.stdout).toContain(id)
+    expect(listTable.stdout).toContain("CLI shop")
+
+    expect(ok<Application>(await kassa(["admin", "apps", "show", id, "--json"], { env }))).toMatchObject({
+      id,
+      name: "CLI shop"
+    })
+    const showTable = await kassa(["admin", "apps", "show", id], { env })
+    expect(showTable.stdout).toContain("card, ideal")
+
+    const updated = ok<Application>(
+      await kassa(
+        [
+          "admin",
+          "apps",
+          "update",
+          id,
+          "--name",
+          "Renamed",
+          "--status",
+          "active",
+          "--webhook-url",
+          receiverUrl,
+          "--json"
+        ],
+        { env }
+      )
+    )
+    expect(updated).toMatchObject({ id, name: "Renamed", status: "active", webhook_url: receiverUrl })
+    const cleared = ok<Application>(
+      await kassa(["admin", "apps", "update", id, "--webhook-url", "none", "--json"], { env })
+    )
+    expect(cleared.webhook_url).toBeNull()
+    expect(cleared.name).toBe("Renamed")
+
+    const invalid = await kassa(["admin", "apps", "update", id, "--payment-ttl-seconds", "5", "--json"], { env })
+    expect(invalid.code).toBe(1)
+    expect(json<{ error: Record<string, unknown> }>(invalid).error).toMatchObject({
+      code: "validation_failed",
+      status: 422,
+      request_id: expect.any(String)
+    })
+    const invalidText = await kassa(["admin", "apps", "update", id, "--payment-ttl-seconds", "5"], { env })
+    expect(invalidText.stderr).toContain("validation_failed")
+    expect(invalidText.stderr).toContain("payment_ttl_seconds")
+  })
+
+  it("apps errors: unknown id and wrong token are exit 1, usage errors and a missing token exit 2", async () => {
+    const missing = await kassa(["admin", "apps", "show", "00000000-0000-4000-8000-000000000000"], { env })
+    expect(missing.code).toBe(1)
+    expect(missing.stderr).toContain("not_found")
+    const wrongToken = await kassa(["admin", "apps", "list", "--json"], {
+      env: { ...env, KASSA_ADMIN_TOKEN: "wrong-token-wrong-token-wrong-token" }
+    })
+    expect(wrongToken.code).toBe(1)
+    expect(json<{ error: { status: number } }>(wrongToken).error.status).toBe(401)
+    const noToken = await kassa(["admin", "apps", "list"], { env: { KASSA_BASE_URL: server.baseUrl } })
+    expect(noToken.code).toBe(2)
+    expect(noToken.stderr).toContain("--admin-token")
+    const noName = await kassa(["admin", "apps", "create"], { env })
+    expect(noName.code).toBe(2)
+    const badStatus = await kassa(["admin", "apps", "create", "--name", "x", "--status", "open"], { env })
+    expect(badStatus.code).toBe(2)
+  })
+
+  it("keys create, list, roll, revoke; webhook-secret rotate", async () => {
+    const { application } = await server.createApplication()
+    const created = ok<{ id: string; key: string; mode: string }>(
+      await kassa(["admin", "keys", "create", application.id, "--mode", "live", "--json"], { env })
+    )
+    expect(created).toMatchObject({ mode: "live", key: expect.stringMatching(/^pk_live_/) })
+    const table = await kassa(["admin", "keys", "create", application.id, "--mode", "test"], { env })
+    expect(table.stdout).toMatch(/Key\s+pk_test_/)
+
+    const listed = ok<{ data: Array<{ id: string; display: string }> }>(
+      await kassa(["admin", "keys", "list", application.id, "--json"], { env })
+    )
+    expect(listed.data.map((key) => key.id)).toContain(created.id)
+    const listTable = await kassa(["admin", "keys", "list", application.id], { env })
+    expect(listTable.stdout).toContain(created.id)
+    expect(listTable.stdout).toContain("pk_live_")
+
+    const rolled = ok<{ id: string; key: string }>(
+      await kassa(["admin", "keys", "roll", created.id, "--json"], { env })
+    )
+    expect(rolled.key).toMatch(/^pk_live_/)
+    expect(rolled.key).not.toBe(created.key)
+
+    const revoked = ok<{ id: string; revoked_at: string | null }>(
+      await kassa(["admin", "keys", "revoke", rolled.id, "--json"], { env })
+    )
+    expect(revoked).toMatchObject({ id: rolled.id, revoked_at: expect.any(String) })
+    const useRevoked = await kassa(["payments", "list", "--json"], {
+      env: { KASSA_BASE_URL: server.baseUrl, KASSA_API_KEY: rolled.key }
+    })
+    expect(useRevoked.code).toBe(1)
+    expect(json<{ error: { code: string } }>(useRevoked).error.code).toBe("invalid_api_key")
+
+    const unknownKey = await kassa(["admin", "keys", "revoke", "00000000-0000-4000-8000-000000000000"], { env })
+    expect(unknownKey.code).toBe(1)
+    const noMode = await kassa(["admin", "keys", "create", application.id], { env })
+    expect(noMode.code).toBe(2)
+
+    const rotated = ok<{ webhook_secret: string }>(
+      await kassa(["admin", "webhook-secret", "rotate", application.id, "--json"], { env })
+    )
+    expect(rotated.webhook_secret).toMatch(/^whsec_/)
+    const rotatedTable = await kassa(["admin", "webhook-secret", "rotate", application.id], { env })
+    expect(rotatedTable.stdout).toMatch(/Webhook secret\s+whsec_/)
+  })
+
+  it("deliveries list and resend", async () => {
+    const { application, testKey } = await server.createApplication({ webhook_url: receiverUrl })
+    const merchant = { KASSA_BASE_URL: server.baseUrl, KASSA_API_KEY: testKey }
+    const payment = ok<KassaPayment>(
+      await kassa(["payments", "create", "--amount", "1000", "--order-reference", "cli-deliveries", "--json"], {
+        env: merchant
+      })
+    )
+    ok(await kassa(["payments", "simulate", payment.id, "--outcome", "paid", "--json"], { env: merchant }))
+
+    let deliveries: ReadonlyArray<Delivery> = []
+    for (let waited = 0; waited < 10_000 && !deliveries.some((d) => d.attempts.length > 0); waited += 200) {
+      deliveries = ok<{ data: Array<Delivery> }>(
+        await kassa(["admin", "deliveries", "list", application.id, "--json"], { env })
+      ).data
+      if (!deliveries.some((d) => d.attempts.length > 0)) await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    const delivery = deliveries[0]
+    expect(delivery).toMatchObject({ event: "payment.paid", payment_id: payment.id, status: "succeeded" })
+    if (delivery === undefined) return
+
+    const table = await kassa(["admin", "deliveries", "list", application.id, "--status", "succeeded"], { env })
+    expect(table.stdout).toMatch(/ID\s+EVENT\s+PAYMENT/)
+    expect(table.stdout).toContain(delivery.id)
+    expect(table.stdout).toContain("HTTP 200")
+    const none = await kassa(["admin", "deliveries", "list", application.id, "--status", "failed"], { env })
+    expect(none.stdout.trim()).toBe("No deliveries.")
+
+    const resent = ok<Delivery>(await kassa(["admin", "deliveries", "resend", delivery.id, "--json"], { env }))
+    expect(resent.id).toBe(delivery.id)
+    const resentTable = await kassa(["admin", "deliveries", "resend", delivery.id], { env })
+    expect(resentTable.code).toBe(0)
+    expect(resentTable.stdout).toContain("payment.paid")
+    const unknown = await kassa(["admin", "deliveries", "resend", "00000000-0000-4000-8000-000000000000"], { env })
+    expect(unknown.code).toBe(1)
+    const badLimit = await kassa(["admin", "deliveries", "list", application.id, "--limit", "many"], { env })
+    expect(badLimit.code).toBe(2)
+  })
+})
