@@ -99,7 +99,9 @@ switch (task) {
     // Everything CI checks, in one command: format and lint, types, then every package's tests.
     mustPnpm(["exec", "biome", "ci", "."])
     clearReports()
-    const status = pnpm(["exec", "turbo", "run", "typecheck", "test", "--continue", ...rest])
+    // One package's suite at a time: each already uses every core (vitest workers), and several at once made
+    // start-up timeouts of the embedded databases flaky on a two-core machine.
+    const status = pnpm(["exec", "turbo", "run", "typecheck", "test", "--continue", "--concurrency=1", ...rest])
     const { passed, failed, skipped } = collectTotals()
     console.log(`\ntests: ${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ""}`)
     process.exit(status !== 0 ? status : failed > 0 ? 1 : 0)

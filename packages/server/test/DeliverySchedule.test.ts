@@ -199,8 +199,9 @@ describe.each(databases)("the delivery schedule on %s", (database) => {
     const delivery = await attempted(paymentId, 1, 15_000)
     const [attempt] = delivery.attempts
     expect(attempt).toMatchObject({ response_status: null, error: "timeout", response_body: null })
-    expect(attempt?.duration_ms).toBeGreaterThanOrEqual(10_000)
-    expect(attempt?.duration_ms).toBeLessThan(11_000)
+    // The timer may fire a millisecond before the measured start says 10 s have passed.
+    expect(attempt?.duration_ms).toBeGreaterThanOrEqual(9_990)
+    expect(attempt?.duration_ms).toBeLessThan(14_000)
     expect(delivery).toMatchObject({ status: "pending", attempt_count: 1 })
     expect(delivery.next_attempt_at?.getTime()).toBe(new Date(attempt?.started_at ?? "").getTime() + minute)
   }, 20_000)

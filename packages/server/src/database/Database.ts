@@ -32,6 +32,8 @@ const embeddedClient = Layer.unwrap(
       port: embedded.port,
       username: "postgres",
       database: "postgres",
+      // PGlite compiles its WebAssembly at start; on a busy machine the first connection can take seconds.
+      connectTimeout: "60 seconds",
       maxConnections: 1,
       minConnections: 1
     })
