@@ -19,11 +19,17 @@ export const cleanEnv = (): NodeJS.ProcessEnv => {
 
 export const kassa = (
   args: ReadonlyArray<string>,
-  options: { readonly env?: Record<string, string>; readonly input?: string; readonly timeoutMs?: number } = {}
+  options: {
+    readonly env?: Record<string, string>
+    readonly input?: string
+    readonly timeoutMs?: number
+    readonly cwd?: string
+  } = {}
 ) =>
   new Promise<CliResult>((resolve, reject) => {
     const child = spawn(process.execPath, ["--conditions=@kassa/source", mainPath, ...args], {
       env: { ...cleanEnv(), ...options.env },
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       stdio: ["pipe", "pipe", "pipe"]
     })
     let stdout = ""
