@@ -2,7 +2,7 @@
  * The operator API (decisions §8) over HTTP against the real server: every endpoint's status and body, defaults,
  * validation, admin authentication, and what ends up in the database.
  */
-import { ApiKey } from "@kassa/core"
+import { ApiKey, type Application } from "@kassa/core"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -15,22 +15,8 @@ const timestamp = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const webhookSecretPattern = /^whsec_[0-9A-Za-z]{32}$/
 
-interface ApplicationBody {
-  readonly id: string
-  readonly name: string
-  readonly status: string
-  readonly methods: ReadonlyArray<string>
-  readonly currencies: ReadonlyArray<string>
-  readonly locale: string
-  readonly min_amount: number
-  readonly max_amount: number
-  readonly return_url_host: string | null
-  readonly webhook_url: string | null
-  readonly ip_allowlist: ReadonlyArray<string>
-  readonly payment_ttl_seconds: number
-  readonly rate_limit_per_minute: number
-  readonly created_at: string
-}
+/** An application as the operator API answers it: the core's schema, encoded. */
+type ApplicationBody = typeof Application.Application.Encoded
 
 interface IssuedKeyBody {
   readonly id: string

@@ -1,6 +1,7 @@
 /**
  * `kassa admin apps|keys|webhook-secret|deliveries …`: the operator API (decisions §8) with the admin token.
  */
+import type { Application as CoreApplication } from "@kassa/core"
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { request } from "../Operator.ts"
@@ -9,22 +10,8 @@ import * as Settings from "../Settings.ts"
 
 // --- Shapes of the answers (OperatorSchemas of @kassa/server) --------------------------------------------------------
 
-interface Application {
-  readonly id: string
-  readonly name: string
-  readonly status: string
-  readonly methods: ReadonlyArray<string>
-  readonly currencies: ReadonlyArray<string>
-  readonly locale: string
-  readonly min_amount: number
-  readonly max_amount: number
-  readonly return_url_host: string | null
-  readonly webhook_url: string | null
-  readonly ip_allowlist: ReadonlyArray<string>
-  readonly payment_ttl_seconds: number
-  readonly rate_limit_per_minute: number
-  readonly created_at: string
-}
+/** An application as the operator API answers it: the core's schema, encoded. */
+type Application = typeof CoreApplication.Application.Encoded
 
 interface ApiKey {
   readonly id: string
