@@ -6,7 +6,7 @@
  */
 import { isIP } from "node:net"
 import { Application, Ids, Mode, Money, PaymentRequests, Timestamp, WebhookEvent } from "@kassa/core"
-import { Effect, Result, Schema } from "effect"
+import { Effect, Result, Schema, Struct } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 import { IpNetwork, NetAddress } from "effect/net"
 
@@ -106,37 +106,19 @@ const settingsFields = {
   })
 }
 
+/** Every setting, optional: the create body fills the rest from `Application.defaults`, the update keeps them. */
+const optionalSettings = Struct.map(settingsFields, Schema.optionalKey)
+
 /** `POST /applications`: `name` and any settings; the rest take `Application.defaults`. */
-export const CreateApplicationBody = Schema.Struct({
-  name: ApplicationName,
-  status: Schema.optionalKey(settingsFields.status),
-  methods: Schema.optionalKey(settingsFields.methods),
-  currencies: Schema.optionalKey(settingsFields.currencies),
-  locale: Schema.optionalKey(settingsFields.locale),
-  min_amount: Schema.optionalKey(settingsFields.min_amount),
-  max_amount: Schema.optionalKey(settingsFields.max_amount),
-  return_url_host: Schema.optionalKey(settingsFields.return_url_host),
-  webhook_url: Schema.optionalKey(settingsFields.webhook_url),
-  ip_allowlist: Schema.optionalKey(settingsFields.ip_allowlist),
-  payment_ttl_seconds: Schema.optionalKey(settingsFields.payment_ttl_seconds),
-  rate_limit_per_minute: Schema.optionalKey(settingsFields.rate_limit_per_minute)
-}).annotate({ identifier: "CreateApplicationBody" })
+export const CreateApplicationBody = Schema.Struct({ name: ApplicationName, ...optionalSettings }).annotate({
+  identifier: "CreateApplicationBody"
+})
 export type CreateApplicationBody = typeof CreateApplicationBody.Type
 
 /** `PATCH /applications/{id}`: any of the create fields; the ones sent replace the stored values. */
 export const UpdateApplicationBody = Schema.Struct({
   name: Schema.optionalKey(ApplicationName),
-  status: Schema.optionalKey(settingsFields.status),
-  methods: Schema.optionalKey(settingsFields.methods),
-  currencies: Schema.optionalKey(settingsFields.currencies),
-  locale: Schema.optionalKey(settingsFields.locale),
-  min_amount: Schema.optionalKey(settingsFields.min_amount),
-  max_amount: Schema.optionalKey(settingsFields.max_amount),
-  return_url_host: Schema.optionalKey(settingsFields.return_url_host),
-  webhook_url: Schema.optionalKey(settingsFields.webhook_url),
-  ip_allowlist: Schema.optionalKey(settingsFields.ip_allowlist),
-  payment_ttl_seconds: Schema.optionalKey(settingsFields.payment_ttl_seconds),
-  rate_limit_per_minute: Schema.optionalKey(settingsFields.rate_limit_per_minute)
+  ...optionalSettings
 }).annotate({ identifier: "UpdateApplicationBody" })
 export type UpdateApplicationBody = typeof UpdateApplicationBody.Type
 
