@@ -7,11 +7,9 @@
  * (PostgreSQL rolls back the dead connection's transaction and drops its advisory lock): the retries after the
  * restart never wait out a 60 s stale lock.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Application } from "@kassa/core"
@@ -22,11 +20,11 @@ import { ApplicationRepository } from "../src/applications/ApplicationRepository
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import * as Database from "../src/database/Database.ts"
 import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import { type ServerProcess, startServerProcess } from "./support/ServerProcess.ts"
 import { databases, freePort, maintenance, postgresUrl } from "./support/TestServer.ts"
 
 const adminToken = "crash-admin-token-0123456789abcdef"
 const secretKey = "crash-secret-key-0123456789abcdef"
-const mainModule = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
@@ -41,45 +39,25 @@ describe.runIf(databases.includes("postgres"))("a server killed mid-burst", () =
   const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()
   const dataDir = mkdtempSync(join(tmpdir(), "kassa-crash-"))
   let port = 0
-  let child: ChildProcess | undefined
+  let server: ServerProcess | undefined
   let testKey = ""
 
-  /** Starts `node src/main.ts` and waits until it answers /healthz. */
   const startChild = async () => {
-    const started = spawn(process.execPath, ["--conditions=@kassa/source", mainModule], {
+    server = await startServerProcess({
+      port,
       env: {
-        ...process.env,
         DATABASE_URL: databaseUrl,
-        KASSA_PORT: String(port),
         KASSA_ADMIN_TOKEN: adminToken,
         KASSA_SECRET_KEY: secretKey,
         KASSA_ENV: "development",
         KASSA_DATA_DIR: dataDir
       },
-      stdio: ["ignore", "ignore", "pipe"]
+      timeoutMs: 20_000
     })
-    let stderr = ""
-    started.stderr?.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    child = started
-    for (let waited = 0; waited < 20_000; waited += 100) {
-      if (started.exitCode !== null) throw new Error(`server exited early: ${stderr}`)
-      const healthy = await fetch(`http://127.0.0.1:${port}/healthz`)
-        .then((response) => response.ok)
-        .catch(() => false)
-      if (healthy) return started
-      await sleep(100)
-    }
-    throw new Error(`server did not start: ${stderr}`)
   }
 
   const killChild = async () => {
-    const running = child
-    if (running === undefined || running.exitCode !== null || running.signalCode !== null) return
-    const exited = new Promise((resolve) => running.once("exit", resolve))
-    running.kill("SIGKILL")
-    await exited
+    await server?.kill()
   }
 
   const create = async (idempotencyKey: string, orderReference: string): Promise<Answer | undefined> => {

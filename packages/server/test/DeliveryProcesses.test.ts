@@ -7,12 +7,9 @@
  * The events are written straight into the outbox tables, 1,000 in one transaction, as the payment code would write
  * them one change at a time; the commit's NOTIFY wakes both processes.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Application } from "@kassa/core"
@@ -23,25 +20,15 @@ import { ApplicationRepository } from "../src/applications/ApplicationRepository
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import * as Database from "../src/database/Database.ts"
 import { ServerSecrets } from "../src/security/ServerSecrets.ts"
-import { databases } from "./support/TestServer.ts"
+import { type ServerProcess, startServerProcess } from "./support/ServerProcess.ts"
+import { databases, freePort } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
 const postgresUrl = process.env.KASSA_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const adminToken = "deliveries-admin-token-0123456789abcdef"
 const secretKey = "deliveries-secret-key-0123456789abcdef"
-const mainModule = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 const onDatabase = <A>(url: string, effect: Effect.Effect<A, unknown, PgClient.PgClient>) =>
   Effect.runPromise(
@@ -57,16 +44,11 @@ const maintenance = (statement: string) =>
     })
   )
 
-interface Process {
-  readonly child: ChildProcess
-  readonly stderr: () => string
-}
-
 describe.runIf(databases.includes("postgres"))("two server processes on one PostgreSQL", () => {
   const dbName = `kassa_deliveries_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
   const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()
   const dataDir = mkdtempSync(join(tmpdir(), "kassa-deliveries-"))
-  const processes = new Map<string, Process>()
+  const processes = new Map<string, ServerProcess>()
   const ports = new Map<string, number>()
   let receiver: WebhookReceiver
   let applicationId = ""
@@ -75,40 +57,23 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
   const start = async (name: string) => {
     const port = ports.get(name) ?? (await freePort())
     ports.set(name, port)
-    const child = spawn(process.execPath, ["--conditions=@kassa/source", mainModule], {
+    const started = await startServerProcess({
+      port,
+      name,
       env: {
-        ...process.env,
         DATABASE_URL: databaseUrl,
-        KASSA_PORT: String(port),
         KASSA_ADMIN_TOKEN: adminToken,
         KASSA_SECRET_KEY: secretKey,
         KASSA_ENV: "development",
         KASSA_DATA_DIR: dataDir
-      },
-      stdio: ["ignore", "ignore", "pipe"]
+      }
     })
-    let stderr = ""
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    processes.set(name, { child, stderr: () => stderr })
-    for (let waited = 0; waited < 30_000; waited += 100) {
-      if (child.exitCode !== null) throw new Error(`${name} exited early: ${stderr}`)
-      const healthy = await fetch(`http://127.0.0.1:${port}/healthz`)
-        .then((response) => response.ok)
-        .catch(() => false)
-      if (healthy) return port
-      await sleep(100)
-    }
-    throw new Error(`${name} did not start: ${stderr}`)
+    processes.set(name, started)
+    return port
   }
 
   const kill = async (name: string) => {
-    const running = processes.get(name)?.child
-    if (running === undefined || running.exitCode !== null || running.signalCode !== null) return
-    const exited = new Promise((resolve) => running.once("exit", resolve))
-    running.kill("SIGKILL")
-    await exited
+    await processes.get(name)?.kill()
   }
 
   /** Writes `count` events, each with a pending delivery due now, in one transaction; returns their ids. */

@@ -1,0 +1,50 @@
+/**
+ * The server as an operator runs it — a process (`node src/main.ts`) — for tests that kill it with SIGKILL or run
+ * several at once on one database.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+const mainModule = fileURLToPath(new URL("../../src/main.ts", import.meta.url))
+
+export interface ServerProcess {
+  readonly child: ChildProcess
+  /** Everything it wrote to stderr so far. */
+  readonly stderr: () => string
+  /** `kill -9`, resolved once the process is gone (at once when it already is). */
+  readonly kill: () => Promise<void>
+}
+
+/** Starts `node src/main.ts` on `port` with `env` over this process's environment; resolves once /healthz answers. */
+export const startServerProcess = async (options: {
+  readonly port: number
+  readonly env: Record<string, string>
+  readonly name?: string
+  readonly timeoutMs?: number
+}): Promise<ServerProcess> => {
+  const name = options.name ?? "server"
+  const child = spawn(process.execPath, ["--conditions=@kassa/source", mainModule], {
+    env: { ...process.env, ...options.env, KASSA_PORT: String(options.port) },
+    stdio: ["ignore", "ignore", "pipe"]
+  })
+  let stderr = ""
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  const kill = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once("exit", resolve))
+    child.kill("SIGKILL")
+    await exited
+  }
+  for (let waited = 0; waited < (options.timeoutMs ?? 30_000); waited += 100) {
+    if (child.exitCode !== null) throw new Error(`${name} exited early: ${stderr}`)
+    const healthy = await fetch(`http://127.0.0.1:${options.port}/healthz`)
+      .then((response) => response.ok)
+      .catch(() => false)
+    if (healthy) return { child, stderr: () => stderr, kill }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  await kill()
+  throw new Error(`${name} did not start: ${stderr}`)
+}
