@@ -9,8 +9,9 @@
 // Usage: node scripts/toolchain.mjs <start|test|bench|pnpm …>
 import { spawnSync } from "node:child_process"
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
+import { stripVTControlCharacters } from "node:util"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const tools = join(root, "tools")
@@ -66,6 +67,7 @@ const collectTotals = () => {
   let passed = 0
   let failed = 0
   let skipped = 0
+  const failures = []
   for (const group of ["packages", "examples"]) {
     const groupDir = join(root, group)
     if (!existsSync(groupDir)) continue
@@ -76,10 +78,26 @@ const collectTotals = () => {
       passed += json.numPassedTests ?? 0
       failed += json.numFailedTests ?? 0
       skipped += (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0)
+      for (const file of json.testResults ?? []) {
+        const where = `${group}/${name}/${relative(join(groupDir, name), file.name ?? "")}`
+        const failedTests = (file.assertionResults ?? []).filter((test) => test.status === "failed")
+        for (const test of failedTests)
+          failures.push(`${where} > ${test.fullName ?? test.title}\n    ${firstLine(test.failureMessages)}`)
+        // A file that failed before any test ran (import error, hook timeout) has no failed test to name.
+        if (file.status === "failed" && failedTests.length === 0)
+          failures.push(`${where}\n    ${firstLine([file.message])}`)
+      }
     }
   }
-  return { passed, failed, skipped }
+  return { passed, failed, skipped, failures }
 }
+// The first line of a failure, without colours, short enough for a CI excerpt.
+const firstLine = (messages) =>
+  stripVTControlCharacters(String((messages ?? []).find((message) => message) ?? ""))
+    .split("\n")
+    .find((line) => line.trim() !== "")
+    ?.trim()
+    .slice(0, 300) ?? "(no message)"
 const clearReports = () => {
   for (const group of ["packages", "examples"]) {
     const groupDir = join(root, group)
@@ -102,7 +120,9 @@ switch (task) {
     // One package's suite at a time: each already uses every core (vitest workers), and several at once made
     // start-up timeouts of the embedded databases flaky on a two-core machine.
     const status = pnpm(["exec", "turbo", "run", "typecheck", "test", "--continue", "--concurrency=1", ...rest])
-    const { passed, failed, skipped } = collectTotals()
+    const { passed, failed, skipped, failures } = collectTotals()
+    // Named at the very end, where a CI excerpt (the tail of the log) still shows them.
+    if (failures.length > 0) console.log(`\nfailed:\n${failures.map((failure) => `  ${failure}`).join("\n")}`)
     console.log(`\ntests: ${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ""}`)
     process.exit(status !== 0 ? status : failed > 0 ? 1 : 0)
     break

@@ -9,7 +9,7 @@ import { Readable } from "node:stream"
 import { Kassa } from "@kassa/client"
 import { type KassaEvent, sign } from "@kassa/webhook-verify"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type RunningServer, startServer } from "../../../packages/server/test/support/TestServer.ts"
+import { databases, type RunningServer, startServer } from "../../../packages/server/test/support/TestServer.ts"
 import { createShop, type Shop } from "../src/shop.ts"
 
 /** A webhook request exactly as Kassa sent it, kept to replay it. */
@@ -26,7 +26,7 @@ interface Attempt {
 
 const catalog = [{ id: "mug", name: 'Mug <b>"bold"</b> & co', amount: 1250 }]
 
-describe("checkout end to end", () => {
+describe.each(databases)("checkout end to end on %s", (database) => {
   let kassa: RunningServer
   let shop: Shop
   let shopServer: Server
@@ -59,7 +59,7 @@ describe("checkout end to end", () => {
   }
 
   beforeAll(async () => {
-    kassa = await startServer("pglite")
+    kassa = await startServer(database)
     // The shop listens first: Kassa needs its webhook URL, and the shop needs the application's secret.
     shopServer = createServer((request, response) => void dispatch(request, response))
     shopServer.listen(0, "127.0.0.1")

@@ -20,7 +20,7 @@ const reason = (error: unknown): string =>
 /** Sends one request; answers the parsed JSON body of a 2xx. */
 export const request = <A>(
   settings: OperatorSettings,
-  method: "GET" | "POST" | "PATCH" | "DELETE",
+  method: "GET" | "POST" | "PATCH" | "PUT" | "DELETE",
   path: string,
   body?: unknown
 ): Effect.Effect<A, CommandFailure> =>

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 /** `kassa …`: see `kassa --help`. */
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Layer } from "effect"
@@ -13,7 +14,8 @@ const cliConfig = process.stdin.isTTY
 
 kassa.pipe(
   Command.run({ version }),
-  Effect.provide(Layer.merge(NodeServices.layer, cliConfig)),
+  // NodeCrypto: the SecureRandom behind passwords the CLI generates.
+  Effect.provide(Layer.mergeAll(NodeServices.layer, NodeCrypto.layer, cliConfig)),
   NodeRuntime.runMain({
     // Every failure is printed where it happens (or by exitCodeOf); the exit code says how it ended.
     disableErrorReporting: true,

@@ -3,6 +3,7 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import type { KassaPayment } from "@kassa/client"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { DashboardClient } from "../../server/test/support/DashboardClient.ts"
 import { type RunningServer, startServer } from "../../server/test/support/TestServer.ts"
 import { json, kassa } from "./support.ts"
 
@@ -217,5 +218,63 @@ describe.concurrent("kassa admin", () => {
     expect(unknown.code).toBe(1)
     const badLimit = await kassa(["admin", "deliveries", "list", application.id, "--limit", "many"], { env })
     expect(badLimit.code).toBe(2)
+  })
+})
+
+describe("kassa admin users and audit", () => {
+  it("users create (password generated and shown once), list, grant, remove; the user can sign in", async () => {
+    const { application } = await server.createApplication({ name: "Users shop" })
+    const email = `cli-${crypto.randomUUID().slice(0, 8)}@shop.example`
+    const created = await kassa(["admin", "users", "create", "--email", email], { env })
+    expect(created.code, created.stderr).toBe(0)
+    expect(created.stdout).toContain("The password is shown this once.")
+    const password = /Password\s+(\S+)/.exec(created.stdout)?.[1] ?? ""
+    expect(password).toMatch(/^[0-9A-Za-z]{20}$/)
+    const userId = /ID\s+(\S+)/.exec(created.stdout)?.[1] ?? ""
+
+    const granted = ok<{ memberships: Array<{ application_id: string; role: string }> }>(
+      await kassa(
+        ["admin", "users", "grant", userId, "--application", application.id, "--role", "developer", "--json"],
+        { env }
+      )
+    )
+    expect(granted.memberships).toEqual([{ application_id: application.id, role: "developer" }])
+
+    const listed = await kassa(["admin", "users", "list"], { env })
+    expect(listed.stdout).toContain(email)
+    expect(listed.stdout).toContain(`developer@${application.id}`)
+
+    // The generated password signs in to the dashboard.
+    const client = new DashboardClient(server.baseUrl)
+    expect((await client.login(email, password)).status).toBe(303)
+    expect((await client.get("/dashboard")).location).toBe(`/dashboard/apps/${application.id}`)
+
+    const removed = ok<{ memberships: Array<unknown> }>(
+      await kassa(["admin", "users", "remove", userId, "--application", application.id, "--json"], { env })
+    )
+    expect(removed.memberships).toEqual([])
+
+    const duplicate = await kassa(["admin", "users", "create", "--email", email.toUpperCase(), "--json"], { env })
+    expect(duplicate.code).toBe(1)
+    expect(json<{ error: { code: string } }>(duplicate).error.code).toBe("validation_failed")
+    const short = await kassa(["admin", "users", "create", "--email", `x${email}`, "--password", "too-short"], { env })
+    expect(short.code).toBe(1)
+    expect(short.stderr).toContain("at least 12 characters")
+  })
+
+  it("audit lists operator actions with the admin token as actor", async () => {
+    const created = ok<{ application: { id: string } }>(
+      await kassa(["admin", "apps", "create", "--name", "Audited shop", "--json"], { env })
+    )
+    const id = created.application.id
+    ok(await kassa(["admin", "apps", "update", id, "--status", "active", "--json"], { env }))
+    const page = ok<{ data: Array<{ actor: string; action: string; application_id: string | null }> }>(
+      await kassa(["admin", "audit", "--application", id, "--json"], { env })
+    )
+    expect(page.data).toEqual([
+      expect.objectContaining({ actor: "admin token", action: "operator_api.applications.update", application_id: id })
+    ])
+    const text = await kassa(["admin", "audit", "--limit", "5"], { env })
+    expect(text.stdout).toMatch(/AT\s+ACTOR\s+ACTION/)
   })
 })

@@ -73,6 +73,10 @@ describe("the README's examples", () => {
       )
       filled = filled.replaceAll("<key-id>", live.at(-1)?.id ?? "")
     }
+    if (filled.includes("<user-id>")) {
+      const users = await admin("/users")
+      filled = filled.replaceAll("<user-id>", users.data.at(-1)?.id ?? "")
+    }
     if (filled.includes("<delivery-id>")) {
       // The payments examples above changed the test application's payments, so it has deliveries.
       const deliveries = await admin(`/applications/${app.application.id}/deliveries`)

@@ -13,26 +13,13 @@ import {
 } from "@kassa/client"
 import { DateTime, Effect, Exit, Layer, Redacted, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { afterAll, beforeAll } from "vitest"
-import { type RunningServer, startServer } from "../../server/test/support/TestServer.ts"
-import { type FaultProxy, startFaultProxy } from "./support/FaultProxy.ts"
+import { useProxiedServer } from "./support/ProxiedServer.ts"
 
-let server: RunningServer
-let proxy: FaultProxy
-let testKey: string
-beforeAll(async () => {
-  server = await startServer("pglite")
-  proxy = await startFaultProxy(server.baseUrl)
-  ;({ testKey } = await server.createApplication())
-})
-afterAll(async () => {
-  await proxy.close()
-  await server.close()
-})
+const env = useProxiedServer()
 
 const reference = () => `order-${crypto.randomUUID()}`
 const layer = (options: Partial<KassaClientOptions> = {}) =>
-  KassaClient.layer({ apiKey: Redacted.make(testKey), baseUrl: server.baseUrl, ...options })
+  KassaClient.layer({ apiKey: Redacted.make(env.testKey), baseUrl: env.server.baseUrl, ...options })
 
 describe("KassaClient", () => {
   it.live("gives the contract's decoded types: timestamps as DateTime", () =>
@@ -72,8 +59,8 @@ describe("KassaClient", () => {
 
   it.live("list is a stream over every page; listPage is one page", () =>
     Effect.gen(function* () {
-      const { testKey: key } = yield* Effect.promise(() => server.createApplication())
-      const own = KassaClient.layer({ apiKey: key, baseUrl: server.baseUrl })
+      const { testKey: key } = yield* Effect.promise(() => env.server.createApplication())
+      const own = KassaClient.layer({ apiKey: key, baseUrl: env.server.baseUrl })
       const kassa = yield* Effect.provide(Effect.service(KassaClient), own)
       const ids: Array<string> = []
       for (let n = 0; n < 5; n++) {
@@ -103,12 +90,12 @@ describe("KassaClient", () => {
       const kassa = yield* KassaClient
       const order_reference = reference()
       // The server creates the payment, the answer is lost, and the SDK's own retries are off.
-      proxy.script({ forward: true, afterwards: "reset" })
+      env.proxy.script({ forward: true, afterwards: "reset" })
       const create = kassa.payments.create({ amount: 1000, order_reference }, { maxRetries: 0 })
       const lost = yield* Effect.flip(create)
       assert.instanceOf(lost, ConnectionError)
       const payment = yield* Effect.retry(create, { times: 1 })
-      const keys = proxy.requests.map(({ headers }) => headers["idempotency-key"])
+      const keys = env.proxy.requests.map(({ headers }) => headers["idempotency-key"])
       assert.strictEqual(keys.length, 2)
       assert.strictEqual(keys[1], keys[0])
       const page = yield* kassa.payments.listPage({ order_reference })
@@ -116,7 +103,7 @@ describe("KassaClient", () => {
         page.data.map(({ id }) => id),
         [payment.id]
       )
-    }).pipe(Effect.provide(layer({ baseUrl: proxy.baseUrl })))
+    }).pipe(Effect.provide(layer({ baseUrl: env.proxy.baseUrl })))
   )
 
   it.live("sends through a custom fetch", () =>
@@ -130,7 +117,7 @@ describe("KassaClient", () => {
         Effect.provide(layer({ fetch }))
       )
       assert.isTrue(Array.isArray(page.data))
-      assert.deepStrictEqual(seen, [`GET ${server.baseUrl}/api/v1/payments?limit=10`])
+      assert.deepStrictEqual(seen, [`GET ${env.server.baseUrl}/api/v1/payments?limit=10`])
     })
   )
 
@@ -138,7 +125,7 @@ describe("KassaClient", () => {
     Effect.gen(function* () {
       const custom = Layer.effect(
         KassaClient,
-        KassaClient.make({ apiKey: testKey, baseUrl: `${server.baseUrl}/` })
+        KassaClient.make({ apiKey: env.testKey, baseUrl: `${env.server.baseUrl}/` })
       ).pipe(Layer.provide(FetchHttpClient.layer))
       const payment = yield* Effect.flatMap(Effect.service(KassaClient), (kassa) =>
         kassa.payments.create({ amount: 1000, order_reference: reference() })
@@ -148,7 +135,7 @@ describe("KassaClient", () => {
   )
 
   it("the Promise face runs the same effects: same errors, same classes", async () => {
-    const kassa = new Kassa({ apiKey: testKey, baseUrl: server.baseUrl })
+    const kassa = new Kassa({ apiKey: env.testKey, baseUrl: env.server.baseUrl })
     const order_reference = reference()
     await kassa.payments.create({ amount: 1000, order_reference })
     await expect(kassa.payments.create({ amount: 1000, order_reference })).rejects.toBeInstanceOf(

@@ -15,35 +15,24 @@ import {
   ServerError,
   TimeoutError
 } from "@kassa/client"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { freePort, type RunningServer, startServer } from "../../server/test/support/TestServer.ts"
-import { envelope, type FaultProxy, startFaultProxy } from "./support/FaultProxy.ts"
+import { beforeEach, describe, expect, it } from "vitest"
+import { freePort } from "../../server/test/support/TestServer.ts"
+import { envelope } from "./support/FaultProxy.ts"
+import { useProxiedServer } from "./support/ProxiedServer.ts"
 
-let server: RunningServer
-let proxy: FaultProxy
-let testKey: string
-
-beforeAll(async () => {
-  server = await startServer("pglite")
-  proxy = await startFaultProxy(server.baseUrl)
-  ;({ testKey } = await server.createApplication())
-})
-afterAll(async () => {
-  await proxy.close()
-  await server.close()
-})
-beforeEach(() => proxy.script())
+const env = useProxiedServer()
+beforeEach(() => env.proxy.script())
 
 const kassa = (options: Partial<KassaOptions> = {}) =>
-  new Kassa({ apiKey: testKey, baseUrl: proxy.baseUrl, ...options })
+  new Kassa({ apiKey: env.testKey, baseUrl: env.proxy.baseUrl, ...options })
 // Straight to the server, for fixtures.
-const direct = () => new Kassa({ apiKey: testKey, baseUrl: server.baseUrl })
+const direct = () => new Kassa({ apiKey: env.testKey, baseUrl: env.server.baseUrl })
 
 const reference = () => `order-${crypto.randomUUID()}`
 const paymentsWith = async (order_reference: string) => (await direct().payments.listPage({ order_reference })).data
-const keys = () => proxy.requests.map((request) => request.headers["idempotency-key"])
+const keys = () => env.proxy.requests.map((request) => request.headers["idempotency-key"])
 const gap = (first: number, second: number) => {
-  const [a, b] = [proxy.requests[first], proxy.requests[second]]
+  const [a, b] = [env.proxy.requests[first], env.proxy.requests[second]]
   if (a === undefined || b === undefined) throw new Error("missing request")
   return b.at - a.at
 }
@@ -53,17 +42,17 @@ const htmlBadGateway = { status: 502, headers: { "content-type": "text/html" }, 
 
 describe("retried with the same Idempotency-Key", () => {
   it("500, then success: one payment, and both attempts carry the same automatic key", async () => {
-    proxy.script(serverError, { forward: true })
+    env.proxy.script(serverError, { forward: true })
     const order_reference = reference()
     const payment = await kassa().payments.create({ amount: 1000, order_reference })
-    expect(proxy.requests).toHaveLength(2)
+    expect(env.proxy.requests).toHaveLength(2)
     expect(keys()[0]).toMatch(/^kassa_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/)
     expect(keys()[1]).toBe(keys()[0])
     expect((await paymentsWith(order_reference)).map(({ id }) => id)).toEqual([payment.id])
   })
 
   it("the server created the payment but a proxy answered 502 with HTML: the retry gets the same payment", async () => {
-    proxy.script({ forward: true, afterwards: htmlBadGateway }, { forward: true })
+    env.proxy.script({ forward: true, afterwards: htmlBadGateway }, { forward: true })
     const order_reference = reference()
     const payment = await kassa().payments.create({ amount: 1000, order_reference })
     expect(keys()).toHaveLength(2)
@@ -72,7 +61,7 @@ describe("retried with the same Idempotency-Key", () => {
   })
 
   it("the connection was reset after the server created the payment: retried with the same key, one payment", async () => {
-    proxy.script({ forward: true, afterwards: "reset" }, { forward: true })
+    env.proxy.script({ forward: true, afterwards: "reset" }, { forward: true })
     const order_reference = reference()
     const payment = await kassa().payments.create({ amount: 1000, order_reference, description: "reset" })
     expect(keys()).toHaveLength(2)
@@ -83,7 +72,7 @@ describe("retried with the same Idempotency-Key", () => {
   it("a refund whose answer was lost refunds once, with the caller's own key on every attempt", async () => {
     const created = await direct().payments.create({ amount: 1000, order_reference: reference() })
     await direct().test.simulate(created.id, { outcome: "paid" })
-    proxy.script({ forward: true, afterwards: "reset" }, { reset: true }, { forward: true })
+    env.proxy.script({ forward: true, afterwards: "reset" }, { reset: true }, { forward: true })
     const refunded = await kassa().payments.refund(created.id, { amount: 300 }, { idempotencyKey: "refund-order-1" })
     expect(keys()).toEqual(["refund-order-1", "refund-order-1", "refund-order-1"])
     expect(refunded.refunds.map(({ amount }) => amount)).toEqual([300])
@@ -91,7 +80,7 @@ describe("retried with the same Idempotency-Key", () => {
   })
 
   it("409 idempotency_request_in_progress is retried after its Retry-After", async () => {
-    proxy.script(
+    env.proxy.script(
       envelope(409, { code: "idempotency_request_in_progress", message: "Still running." }, { "retry-after": "1" }),
       { forward: true }
     )
@@ -103,10 +92,10 @@ describe("retried with the same Idempotency-Key", () => {
 
   it("409 payment_busy is retried after a short wait", async () => {
     const created = await direct().payments.create({ amount: 1000, order_reference: reference() })
-    proxy.script(envelope(409, { code: "payment_busy", message: "Busy." }), { forward: true })
+    env.proxy.script(envelope(409, { code: "payment_busy", message: "Busy." }), { forward: true })
     const cancelled = await kassa().payments.cancel(created.id)
     expect(cancelled.status).toBe("cancelled")
-    expect(proxy.requests).toHaveLength(2)
+    expect(env.proxy.requests).toHaveLength(2)
     expect(gap(0, 1)).toBeGreaterThanOrEqual(950)
   })
 })
@@ -114,12 +103,12 @@ describe("retried with the same Idempotency-Key", () => {
 describe("retry rules", () => {
   it("429 with Retry-After: 1 waits about a second, then succeeds", async () => {
     const created = await direct().payments.create({ amount: 1000, order_reference: reference() })
-    proxy.script(envelope(429, { code: "rate_limited", message: "Slow down." }, { "retry-after": "1" }))
+    env.proxy.script(envelope(429, { code: "rate_limited", message: "Slow down." }, { "retry-after": "1" }))
     const started = Date.now()
     expect((await kassa().payments.get(created.id)).id).toBe(created.id)
-    expect(proxy.requests).toHaveLength(2)
+    expect(env.proxy.requests).toHaveLength(2)
     expect(gap(0, 1)).toBeGreaterThanOrEqual(950)
-    expect(Date.now() - started).toBeLessThan(3000)
+    expect(Date.now() - started).toBeLessThan(5000)
   })
 
   it("a 422 is not retried: exactly one request", async () => {
@@ -127,7 +116,7 @@ describe("retry rules", () => {
       .payments.create({ amount: 50, order_reference: reference() })
       .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(AmountBelowMinimumError)
-    expect(proxy.requests).toHaveLength(1)
+    expect(env.proxy.requests).toHaveLength(1)
   })
 
   it("502 provider_error is final for its key: not retried", async () => {
@@ -135,40 +124,40 @@ describe("retry rules", () => {
       .payments.create({ amount: 1000, order_reference: reference() }, { simulate: "provider_error" })
       .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(ProviderError)
-    expect(proxy.requests).toHaveLength(1)
+    expect(env.proxy.requests).toHaveLength(1)
   })
 
   it("gives up after maxRetries (default 2), failing with the last error", async () => {
-    proxy.script(serverError, serverError, serverError, serverError)
+    env.proxy.script(serverError, serverError, serverError, serverError)
     const error = await kassa()
       .payments.listPage()
       .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(ServerError)
-    expect(proxy.requests).toHaveLength(3)
+    expect(env.proxy.requests).toHaveLength(3)
   })
 
   it("maxRetries is configurable per client and per call; 0 turns retries off", async () => {
-    proxy.script(serverError, serverError, serverError)
+    env.proxy.script(serverError, serverError, serverError)
     await expect(kassa({ maxRetries: 0 }).payments.listPage()).rejects.toBeInstanceOf(ServerError)
-    expect(proxy.requests).toHaveLength(1)
-    proxy.script(serverError, serverError)
+    expect(env.proxy.requests).toHaveLength(1)
+    env.proxy.script(serverError, serverError)
     const page = await kassa({ maxRetries: 0 }).payments.listPage({}, { maxRetries: 2 })
     expect(page.data).toBeInstanceOf(Array)
-    expect(proxy.requests).toHaveLength(3)
+    expect(env.proxy.requests).toHaveLength(3)
   })
 
   it("429 asking for more than a minute is not waited for", async () => {
-    proxy.script(envelope(429, { code: "rate_limited", message: "Slow down." }, { "retry-after": "120" }))
+    env.proxy.script(envelope(429, { code: "rate_limited", message: "Slow down." }, { "retry-after": "120" }))
     const error = await kassa()
       .payments.listPage()
       .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(RateLimitedError)
     expect(error).toMatchObject({ retryAfter: 120, status: 429 })
-    expect(proxy.requests).toHaveLength(1)
+    expect(env.proxy.requests).toHaveLength(1)
   })
 
   it("no server at all: ConnectionError after the retries", async () => {
-    const client = new Kassa({ apiKey: testKey, baseUrl: `http://127.0.0.1:${await freePort()}`, maxRetries: 1 })
+    const client = new Kassa({ apiKey: env.testKey, baseUrl: `http://127.0.0.1:${await freePort()}`, maxRetries: 1 })
     const error = await client.payments.listPage().catch((error: unknown) => error)
     expect(error).toBeInstanceOf(ConnectionError)
     expect(error).toMatchObject({ code: "connection_error" })
@@ -177,7 +166,7 @@ describe("retry rules", () => {
 
 describe("timeouts and aborts", () => {
   it("an attempt that hangs times out and is retried with the same key", async () => {
-    proxy.script({ hang: true }, { forward: true })
+    env.proxy.script({ hang: true }, { forward: true })
     const order_reference = reference()
     const payment = await kassa({ timeout: 300 }).payments.create({ amount: 1000, order_reference })
     expect(keys()).toHaveLength(2)
@@ -187,18 +176,18 @@ describe("timeouts and aborts", () => {
   })
 
   it("a per-call timeout overrides the client's; without retries the call fails with TimeoutError", async () => {
-    proxy.script({ hang: true })
+    env.proxy.script({ hang: true })
     const started = Date.now()
     const error = await kassa({ timeout: 60_000 })
       .payments.listPage({}, { timeout: 200, maxRetries: 0 })
       .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(TimeoutError)
     expect(Date.now() - started).toBeGreaterThanOrEqual(190)
-    expect(Date.now() - started).toBeLessThan(2000)
+    expect(Date.now() - started).toBeLessThan(5000)
   })
 
   it("an AbortSignal aborts a call in flight", async () => {
-    proxy.script({ hang: true })
+    env.proxy.script({ hang: true })
     const controller = new AbortController()
     setTimeout(() => controller.abort(new Error("user left")), 100)
     const started = Date.now()
@@ -207,19 +196,19 @@ describe("timeouts and aborts", () => {
       .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(RequestAbortedError)
     expect(error).toMatchObject({ code: "request_aborted", cause: new Error("user left") })
-    expect(Date.now() - started).toBeLessThan(2000)
+    expect(Date.now() - started).toBeLessThan(5000)
   })
 
   it("an AbortSignal also ends the wait between retries", async () => {
-    proxy.script(envelope(409, { code: "payment_busy", message: "Busy." }, { "retry-after": "30" }))
+    env.proxy.script(envelope(409, { code: "payment_busy", message: "Busy." }, { "retry-after": "30" }))
     const created = await direct().payments.create({ amount: 1000, order_reference: reference() })
     const started = Date.now()
     const error = await kassa()
       .payments.cancel(created.id, { signal: AbortSignal.timeout(200) })
       .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(RequestAbortedError)
-    expect(Date.now() - started).toBeLessThan(2000)
-    expect(proxy.requests).toHaveLength(1)
+    expect(Date.now() - started).toBeLessThan(5000)
+    expect(env.proxy.requests).toHaveLength(1)
     expect((await direct().payments.get(created.id)).status).toBe("pending")
   })
 
@@ -227,20 +216,20 @@ describe("timeouts and aborts", () => {
     await expect(
       kassa().payments.create({ amount: 1000, order_reference: reference() }, { signal: AbortSignal.abort() })
     ).rejects.toBeInstanceOf(RequestAbortedError)
-    expect(proxy.requests).toHaveLength(0)
+    expect(env.proxy.requests).toHaveLength(0)
   })
 
   it("an AbortSignal ends a list iteration", async () => {
-    const { testKey: key } = await server.createApplication()
-    const owner = new Kassa({ apiKey: key, baseUrl: server.baseUrl })
+    const { testKey: key } = await env.server.createApplication()
+    const owner = new Kassa({ apiKey: key, baseUrl: env.server.baseUrl })
     for (const n of [1, 2, 3]) await owner.payments.create({ amount: 1000, order_reference: `page-${n}` })
     const controller = new AbortController()
     const seen: Array<string> = []
     const walk = async () => {
-      const client = new Kassa({ apiKey: key, baseUrl: proxy.baseUrl })
+      const client = new Kassa({ apiKey: key, baseUrl: env.proxy.baseUrl })
       for await (const payment of client.payments.list({ limit: 1 }, { signal: controller.signal })) {
         seen.push(payment.id)
-        proxy.script({ hang: true })
+        env.proxy.script({ hang: true })
         setTimeout(() => controller.abort(), 50)
       }
     }
@@ -252,13 +241,13 @@ describe("timeouts and aborts", () => {
 describe("errors with a retry", () => {
   it("a busy payment that stays busy fails with PaymentBusyError after the retries", async () => {
     const busy = envelope(409, { code: "payment_busy", message: "Busy." }, { "retry-after": "0" })
-    proxy.script(busy, busy, busy)
+    env.proxy.script(busy, busy, busy)
     const created = await direct().payments.create({ amount: 1000, order_reference: reference() })
     const error = await kassa()
       .payments.cancel(created.id)
       .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(PaymentBusyError)
     expect(error).toMatchObject({ status: 409, requestId: "req_proxy_409", retryAfter: 0 })
-    expect(proxy.requests).toHaveLength(3)
+    expect(env.proxy.requests).toHaveLength(3)
   })
 })

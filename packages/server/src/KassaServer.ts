@@ -17,6 +17,8 @@ import { ApplicationRepository } from "./applications/ApplicationRepository.ts"
 import * as Authentication from "./auth/Authentication.ts"
 import { ClientAddress } from "./auth/ClientAddress.ts"
 import { ServerConfig } from "./config/ServerConfig.ts"
+import * as DashboardRoutes from "./dashboard/DashboardRoutes.ts"
+import * as DashboardServices from "./dashboard/DashboardServices.ts"
 import * as Database from "./database/Database.ts"
 import * as CheckoutRoutes from "./http/CheckoutRoutes.ts"
 import { HealthHandlers } from "./http/HealthHandlers.ts"
@@ -36,6 +38,7 @@ const knownRoutes = (): ReadonlyArray<RouteFallback.KnownRoute> => {
     { method: "GET", path: "/openapi.json" },
     ...DocsPages.routes,
     ...CheckoutRoutes.routes,
+    ...DashboardRoutes.routes,
     ...OperatorHandlers.knownRoutes()
   ]
   HttpApi.reflect(MerchantApi.MerchantApi, {
@@ -58,11 +61,12 @@ const Routes = Layer.mergeAll(
   OperatorHandlers.layer,
   DocsPages.layer,
   CheckoutRoutes.layer,
+  DashboardRoutes.layer,
   ResponseMiddleware.layer(knownRoutes())
 )
 
 /** Services the routes use, over one database connection pool. */
-export const Services = PaymentServices.layer.pipe(
+export const Services = Layer.merge(PaymentServices.layer, DashboardServices.layer).pipe(
   // The webhook engine: its dispatcher fibers, and the wake-up the event outbox calls after a commit.
   Layer.provideMerge(WebhookServices.layer),
   Layer.provideMerge(Authentication.MerchantAuth.layer),

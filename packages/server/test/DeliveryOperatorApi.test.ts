@@ -237,7 +237,7 @@ describe.each(databases)("the operator's webhook deliveries on %s", (database) =
     if (pending === undefined) throw new Error("no pending delivery")
     expect((await admin(`/deliveries/${pending.id}/resend`, { method: "POST" })).status).toBe(202)
     const done = await waitForAttempts(pending.id, pending.attempts.length + 1)
-    expect(done).toMatchObject({ status: "succeeded", next_attempt_at: null })
+    expect(done, JSON.stringify({ pending, done })).toMatchObject({ status: "succeeded", next_attempt_at: null })
     expect(done.attempts.at(-1)).toMatchObject({ kind: "manual", response_status: 200, response_body: "thanks" })
 
     expect((await admin(`/deliveries/${pending.id}/resend`, { method: "POST" })).status).toBe(202)

@@ -339,7 +339,8 @@ describe("one attempt (WebhookSender)", () => {
     const outcome = await send("/never")
     expect(outcome).toMatchObject({ succeeded: false, error: "timeout", responseStatus: null, responseBody: null })
     expect(outcome.durationMs).toBeGreaterThanOrEqual(295)
-    expect(outcome.durationMs).toBeLessThan(1_000)
+    // Ended by the limit, not by the test's own timeout (a busy machine may add a few seconds, never 10).
+    expect(outcome.durationMs).toBeLessThan(5_000)
   })
 
   it("a 2xx status line in time succeeds even if the body never ends; what came of it is kept", async () => {

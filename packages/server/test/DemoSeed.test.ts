@@ -16,6 +16,7 @@ import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
 import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import * as KassaServer from "../src/KassaServer.ts"
+import { DashboardClient } from "./support/DashboardClient.ts"
 import { type DatabaseKind, databases, freePort, maintenance, postgresUrl } from "./support/TestServer.ts"
 
 const mainPath = fileURLToPath(new URL("../src/main.ts", import.meta.url))
@@ -165,6 +166,16 @@ describe.each(databases)("first start on %s", (database) => {
         `curl -s ${base}/api/v1/payments -H "Authorization: Bearer ${testKey}" -H "Content-Type: application/json" ` +
           `-d '{"amount":1000,"order_reference":"order-1"}'`
       )
+      // The first operator admin's sign-in, shown once, works in the dashboard.
+      const adminEmail = field(banner, "E-mail") ?? ""
+      const adminPassword = field(banner, "Password") ?? ""
+      expect(adminEmail).toBe("admin@kassa.local")
+      expect(adminPassword).toMatch(/^[0-9A-Za-z]{20}$/)
+      expect(banner.join("\n")).toContain(`${base}/dashboard`)
+      const dashboard = new DashboardClient(`http://127.0.0.1:${first.port}`, base)
+      const signedIn = await dashboard.login(adminEmail, adminPassword)
+      expect(signedIn.status).toBe(303)
+      expect((await dashboard.get("/dashboard")).location).toBe("/dashboard/operator/applications")
       // A banner, not log lines: no timestamp or level in front.
       for (const line of banner) expect(line).not.toMatch(/^\[\d{2}:\d{2}/)
 
@@ -211,7 +222,7 @@ describe.each(databases)("first start on %s", (database) => {
 
       const firstOutput = await first.stop()
       // The secrets appear in the banner on stdout and nowhere else: no log line, nothing on stderr.
-      for (const secret of [testKey, webhookSecret, adminToken]) {
+      for (const secret of [testKey, webhookSecret, adminToken, adminPassword]) {
         for (const line of splitBanner(firstOutput.stdout).rest) expect(line).not.toContain(secret)
         expect(firstOutput.stderr).not.toContain(secret)
       }
@@ -225,7 +236,7 @@ describe.each(databases)("first start on %s", (database) => {
       const all = secondOutput.stdout + secondOutput.stderr
       expect(splitBanner(secondOutput.stdout).banner).toEqual([])
       expect(all).toMatch(/^Kassa listening on http:\/\/127\.0\.0\.1:\d+ .*$/m)
-      for (const secret of [testKey, webhookSecret, adminToken]) expect(all).not.toContain(secret)
+      for (const secret of [testKey, webhookSecret, adminToken, adminPassword]) expect(all).not.toContain(secret)
       expect(all).not.toMatch(secretPattern)
 
       // The printed key is the demo application's test key, and the printed secret its webhook secret.

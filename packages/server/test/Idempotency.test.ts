@@ -11,12 +11,15 @@ import {
   cancel,
   createPayment,
   errorCode,
+  eventsOf,
+  expireInDatabase,
   paidPayment,
   paymentsWithReference,
   pendingPayment,
   query,
   refund,
   simulate,
+  storedStatus,
   uniqueReference,
   type WireError,
   type WirePayment
@@ -95,6 +98,40 @@ describe.each(databases)("idempotency on %s", (database) => {
       expect(again.headers.get("location")).toBe(first.headers.get("location"))
       expect(replayed(again)).toBe("true")
       expect(await paymentsWithReference(server, reference)).toHaveLength(1)
+    })
+
+    it("a create whose reference an expired holder had: the holder is expired with its event, then replayed", async () => {
+      const { testKey } = await server.createApplication()
+      const holder = await pendingPayment(server, testKey)
+      await expireInDatabase(server, holder.id)
+      const key = newKey()
+      const body = { amount: 1500, order_reference: holder.order_reference }
+      const first = await create(testKey, key, body)
+      expect(first.status).toBe(201)
+      expect(await storedStatus(server, holder.id)).toBe("expired")
+      expect((await eventsOf(server, holder.id)).map((event) => event.event)).toEqual(["payment.expired"])
+      const again = await create(testKey, key, body)
+      expect(replayed(again)).toBe("true")
+      expect(again.text).toBe(first.text)
+      expect((await paymentsWithReference(server, holder.order_reference)).map((row) => row.status)).toEqual([
+        "expired",
+        "pending"
+      ])
+    })
+
+    it("a 409 for a held reference is replayed even after the holder lets it go", async () => {
+      const { testKey } = await server.createApplication()
+      const holder = await pendingPayment(server, testKey)
+      const key = newKey()
+      const body = { amount: 1500, order_reference: holder.order_reference }
+      const first = await create(testKey, key, body)
+      expect(first.status).toBe(409)
+      expect((await cancel(server, testKey, holder.id)).status).toBe(200)
+      const again = await create(testKey, key, body)
+      expect(replayed(again)).toBe("true")
+      expect(again.status).toBe(409)
+      expect(again.text).toBe(first.text)
+      expect(await paymentsWithReference(server, holder.order_reference)).toHaveLength(1)
     })
 
     it("replays the stored answer, not the payment as it is now", async () => {

@@ -630,6 +630,143 @@ describe.each(databases)("operator API on %s", (database) => {
     expect(ApiKey.parse(test.key)._tag).toBe("Some")
   })
 
+  describe("users, memberships and the audit log", () => {
+    const email = () => `ops-${crypto.randomUUID().slice(0, 8)}@shop.example`
+
+    it("creates a user without ever answering the password or its hash", async () => {
+      const address = email()
+      const created = await admin("/users", {
+        method: "POST",
+        body: { email: address.toUpperCase(), password: "a long enough password", operator_admin: true }
+      })
+      expect(created.status).toBe(201)
+      expect(created.body).toEqual({
+        id: expect.stringMatching(uuid),
+        email: address,
+        operator_admin: true,
+        created_at: expect.stringMatching(timestamp),
+        last_login_at: null,
+        memberships: []
+      })
+      expect(created.text).not.toContain("a long enough password")
+      expect(created.text).not.toContain("scrypt")
+      const listed = await admin("/users")
+      expect((listed.body as { data: Array<{ email: string }> }).data.map((user) => user.email)).toContain(address)
+    })
+
+    it("refuses short passwords, bad addresses, unknown fields and taken addresses with validation_failed", async () => {
+      const fields = validationFields(
+        await admin("/users", { method: "POST", body: { email: "not-an-address", password: "short", extra: 1 } })
+      )
+      expect(Object.keys(fields).sort()).toEqual(["email", "extra", "password"])
+      expect(fields.password).toEqual(["password must be at least 12 characters"])
+      const address = email()
+      const body = { email: address, password: "a long enough password" }
+      expect((await admin("/users", { method: "POST", body })).status).toBe(201)
+      const taken = validationFields(
+        await admin("/users", { method: "POST", body: { ...body, email: address.toUpperCase() } })
+      )
+      expect(taken.email).toEqual(["a user with this e-mail address exists"])
+    })
+
+    it("gives and takes roles; unknown users, applications and roles are refused", async () => {
+      const { application } = await createApplication()
+      const user = (
+        await admin("/users", { method: "POST", body: { email: email(), password: "a long enough password" } })
+      ).body as { id: string }
+      const granted = await admin(`/users/${user.id}/memberships/${application.id}`, {
+        method: "PUT",
+        body: { role: "viewer" }
+      })
+      expect(granted.status).toBe(200)
+      expect((granted.body as { memberships: unknown }).memberships).toEqual([
+        { application_id: application.id, role: "viewer" }
+      ])
+      const changed = await admin(`/users/${user.id}/memberships/${application.id}`, {
+        method: "PUT",
+        body: { role: "owner" }
+      })
+      expect((changed.body as { memberships: unknown }).memberships).toEqual([
+        { application_id: application.id, role: "owner" }
+      ])
+      expect(
+        validationFields(
+          await admin(`/users/${user.id}/memberships/${application.id}`, { method: "PUT", body: { role: "admin" } })
+        ).role
+      ).toBeDefined()
+      const unknownUser = await admin(`/users/00000000-0000-4000-8000-000000000000/memberships/${application.id}`, {
+        method: "PUT",
+        body: { role: "viewer" }
+      })
+      expect(unknownUser.status).toBe(404)
+      const unknownApp = await admin(`/users/${user.id}/memberships/not-an-id`, {
+        method: "PUT",
+        body: { role: "viewer" }
+      })
+      expect(unknownApp.status).toBe(404)
+      const removed = await admin(`/users/${user.id}/memberships/${application.id}`, { method: "DELETE" })
+      expect((removed.body as { memberships: unknown }).memberships).toEqual([])
+      // Membership changes are filed under the application they concern.
+      const log = await admin(`/audit?application_id=${application.id}`)
+      expect((log.body as { data: Array<{ action: string }> }).data.map((entry) => entry.action)).toEqual([
+        "operator_api.users.removeMembership",
+        "operator_api.users.setMembership",
+        "operator_api.users.setMembership"
+      ])
+    })
+
+    it("records every change made with the admin token, never a read, and pages the log", async () => {
+      const { application } = await createApplication({ name: "Audited" })
+      await admin(`/applications/${application.id}`)
+      // A refused change is no action: neither a 422 nor a 404 is recorded.
+      expect(
+        (await admin(`/applications/${application.id}`, { method: "PATCH", body: { status: "bogus" } })).status
+      ).toBe(422)
+      expect((await admin(`/applications/${crypto.randomUUID()}`, { method: "PATCH", body: {} })).status).toBe(404)
+      await admin(`/applications/${application.id}`, { method: "PATCH", body: { status: "active" } })
+      await issueKey(application.id)
+      const log = await admin(`/audit?application_id=${application.id}`)
+      expect(log.status).toBe(200)
+      const { data } = log.body as {
+        data: Array<{ id: number; actor: string; action: string; target: string; ip: string }>
+      }
+      expect(data.map((entry) => entry.action)).toEqual([
+        "operator_api.keys.create",
+        "operator_api.applications.update"
+      ])
+      for (const entry of data) {
+        expect(entry.actor).toBe("admin token")
+        expect(entry.ip).toBe("127.0.0.1")
+      }
+      // The target is the path the change was made on.
+      expect(data.map((entry) => entry.target)).toEqual([
+        `/admin/api/v1/applications/${application.id}/keys`,
+        `/admin/api/v1/applications/${application.id}`
+      ])
+      expect(log.text).not.toMatch(/pk_(test|live)_[0-9A-Za-z]{32}/)
+      const first = await admin(`/audit?application_id=${application.id}&limit=1`)
+      expect(first.body).toMatchObject({ has_more: true })
+      const next = await admin(`/audit?application_id=${application.id}&limit=1&before=${data[0]?.id}`)
+      expect((next.body as { data: Array<{ action: string }> }).data.map((entry) => entry.action)).toEqual([
+        "operator_api.applications.update"
+      ])
+      // A change whose path names no application (a key's roll) is filed under none.
+      const key = await issueKey(application.id)
+      expect((await admin(`/keys/${key.id}/roll`, { method: "POST" })).status).toBe(201)
+      const [latest] = ((await admin("/audit?limit=1")).body as { data: Array<Record<string, unknown>> }).data
+      expect(latest).toMatchObject({
+        action: "operator_api.keys.roll",
+        application_id: null,
+        target: `/admin/api/v1/keys/${key.id}/roll`
+      })
+    })
+
+    it("needs the admin token", async () => {
+      expect((await server.request(`${base}/users`)).status).toBe(401)
+      expect((await server.request(`${base}/audit`)).status).toBe(401)
+    })
+  })
+
   describe("routing", () => {
     it("answers a known path with another method 405 with Allow, an unknown one 404", async () => {
       const wrongMethod = await admin("/applications", { method: "DELETE" })
@@ -660,9 +797,12 @@ describe.each(databases)("operator API on %s", (database) => {
         "/admin/api/v1/applications/{id}/deliveries",
         "/admin/api/v1/applications/{id}/keys",
         "/admin/api/v1/applications/{id}/webhook-secret",
+        "/admin/api/v1/audit",
         "/admin/api/v1/deliveries/{id}/resend",
         "/admin/api/v1/keys/{key_id}",
-        "/admin/api/v1/keys/{key_id}/roll"
+        "/admin/api/v1/keys/{key_id}/roll",
+        "/admin/api/v1/users",
+        "/admin/api/v1/users/{id}/memberships/{application_id}"
       ])
     })
   })

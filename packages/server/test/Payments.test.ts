@@ -15,6 +15,7 @@ import {
   expireInDatabase,
   fetchPayment,
   paidPayment,
+  paymentsWithReference,
   pendingPayment,
   query,
   refund,
@@ -247,6 +248,49 @@ describe.each(databases)("payments on %s", (database) => {
       expect(retry.status).toBe(201)
     })
 
+    it("a taken order_reference is refused before the provider is asked: 409, and no failed payment is stored", async () => {
+      const { testKey } = await server.createApplication()
+      const holder = await pendingPayment(server, testKey)
+      const response = await createPayment(
+        server,
+        testKey,
+        { order_reference: holder.order_reference },
+        { "kassa-simulate": "provider_error" }
+      )
+      expect(response.status).toBe(409)
+      expect((response.body as WireError).error).toMatchObject({
+        code: "order_reference_already_paid",
+        payment_id: holder.id
+      })
+      expect(await paymentsWithReference(server, holder.order_reference)).toEqual([
+        { id: holder.id, status: "pending" }
+      ])
+    })
+
+    it("a live create whose reference a live payment holds is 409 before the provider is asked: nothing stored", async () => {
+      const { application, liveKey } = await server.createApplication()
+      const reference = uniqueReference("live-held")
+      const holder = crypto.randomUUID()
+      await query(
+        server,
+        (sql) => sql`
+          INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
+            order_reference, customer, locale, metadata, expires_at, paid_at, created_at, updated_at)
+          VALUES (${holder}, ${application.id}, 'live', 'paid', 1000, 0, 'EUR', 'card', ${reference},
+            '{"name":null,"email":null,"phone":null}'::jsonb, 'en', '{}'::jsonb, now() + interval '1 hour', now(),
+            now(), now())
+        `
+      )
+      // The live provider refuses every payment here, so asking it first would store a failed payment and answer 502.
+      const response = await createPayment(server, liveKey, { order_reference: reference })
+      expect(response.status).toBe(409)
+      expect((response.body as WireError).error).toMatchObject({
+        code: "order_reference_already_paid",
+        payment_id: holder
+      })
+      expect(await paymentsWithReference(server, reference)).toEqual([{ id: holder, status: "paid" }])
+    })
+
     it("a live key (no provider account linked): 502 provider_error with a failed live payment and its event", async () => {
       const { liveKey, testKey } = await server.createApplication()
       const response = await createPayment(server, liveKey)
@@ -455,6 +499,34 @@ describe.each(databases)("payments on %s", (database) => {
       const rest = await refund(server, testKey, payment.id, {})
       expect(rest.body).toMatchObject({ status: "refunded", refunded_amount: 1000 })
       expect((rest.body as WirePayment).refunds.map((entry) => entry.amount)).toEqual([300, 200, 500])
+    })
+
+    it("refunds read back oldest first, ties in the order they were made, in fetch and list alike", async () => {
+      const { testKey } = await server.createApplication()
+      const payment = await paidPayment(server, testKey, { amount: 1000 })
+      // Written directly so that the order the rows were inserted in is not the order they must be listed in:
+      // two refunds made in the same millisecond (only `seq` orders them), then one that is older than both.
+      const [tieA, tieB, older] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()]
+      await query(
+        server,
+        (sql) => sql`
+          INSERT INTO refunds (id, payment_id, amount, status, reason, created_at, confirmed_at) VALUES
+            (${tieA}, ${payment.id}, 100, 'succeeded', 'tie a', '2030-01-01T10:00:00.000Z', '2030-01-01T10:00:00.000Z'),
+            (${tieB}, ${payment.id}, 200, 'succeeded', 'tie b', '2030-01-01T10:00:00.000Z', '2030-01-01T10:00:00.000Z'),
+            (${older}, ${payment.id}, 300, 'succeeded', 'older', '2029-12-31T10:00:00.000Z', '2029-12-31T10:00:00.000Z')
+        `
+      )
+      const fetched = (await fetchPayment(server, testKey, payment.id)).body as WirePayment
+      expect(fetched.refunds.map((entry) => entry.id)).toEqual([older, tieA, tieB])
+      expect(fetched.refunds[0]).toMatchObject({
+        created_at: "2029-12-31T10:00:00.000Z",
+        confirmed_at: "2029-12-31T10:00:00.000Z"
+      })
+      const listed = await server.request(`/api/v1/payments?order_reference=${payment.order_reference}`, {
+        key: testKey
+      })
+      const [row] = (listed.body as { data: Array<WirePayment> }).data
+      expect(row?.refunds.map((entry) => entry.id)).toEqual([older, tieA, tieB])
     })
 
     it("refuses more than the refundable amount with refundable_amount", async () => {

@@ -1,7 +1,7 @@
 /**
- * `kassa admin apps|keys|webhook-secret|deliveries …`: the operator API (decisions §8) with the admin token.
+ * `kassa admin apps|keys|webhook-secret|deliveries|users|audit …`: the operator API (decisions §8) with the admin token.
  */
-import type { Application as CoreApplication } from "@kassa/core"
+import { type Application as CoreApplication, Credentials } from "@kassa/core"
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { request } from "../Operator.ts"
@@ -46,6 +46,25 @@ interface Delivery {
   readonly next_attempt_at: string | null
   readonly created_at: string
   readonly attempts: ReadonlyArray<DeliveryAttempt>
+}
+
+interface User {
+  readonly id: string
+  readonly email: string
+  readonly operator_admin: boolean
+  readonly created_at: string
+  readonly last_login_at: string | null
+  readonly memberships: ReadonlyArray<{ readonly application_id: string; readonly role: string }>
+}
+
+interface AuditEntry {
+  readonly id: number
+  readonly at: string
+  readonly actor: string
+  readonly action: string
+  readonly application_id: string | null
+  readonly target: string | null
+  readonly ip: string | null
 }
 
 // --- Rendering -----------------------------------------------------------------------------------------------------
@@ -404,7 +423,152 @@ const deliveries = Command.make("deliveries").pipe(
   Command.withSubcommands([deliveriesList, deliveriesResend])
 )
 
+// --- users ----------------------------------------------------------------------------------------------------------
+
+const userId = Argument.String("user-id").pipe(Argument.withDescription("The user's id"))
+
+const renderUsers = (users: ReadonlyArray<User>) =>
+  users.length === 0
+    ? "No users."
+    : table(
+        [
+          ["id", "ID"],
+          ["email", "E-mail"],
+          ["operator_admin", "Operator admin"],
+          ["memberships", "Roles"],
+          ["last_login_at", "Last sign-in"]
+        ],
+        users.map((user) => ({
+          ...user,
+          operator_admin: user.operator_admin ? "yes" : "no",
+          memberships: user.memberships.map((membership) => `${membership.role}@${membership.application_id}`).join(" ")
+        }))
+      )
+
+const usersCreate = Command.make(
+  "create",
+  {
+    ...Settings.operator,
+    email: Flag.String("email").pipe(Flag.withDescription("The user's e-mail address (their sign-in)")),
+    password: Flag.String("password").pipe(
+      Flag.withDescription("At least 12 characters; without it a random one is made and shown this once"),
+      Flag.optional
+    ),
+    operatorAdmin: Flag.Boolean("operator-admin").pipe(
+      Flag.withDescription("Service staff: sees and manages every application"),
+      Flag.withDefault(false)
+    )
+  },
+  (input) =>
+    Effect.gen(function* () {
+      const generated = Option.isNone(input.password)
+      const password = Option.isSome(input.password) ? input.password.value : yield* Credentials.generatePassword
+      const user = yield* request<User>(input, "POST", "/users", {
+        email: input.email,
+        password,
+        operator_admin: input.operatorAdmin
+      })
+      return yield* output(
+        input.json,
+        generated ? { ...user, password } : user,
+        () =>
+          `${fields([
+            ["ID", user.id],
+            ["E-mail", user.email],
+            ["Operator admin", user.operator_admin ? "yes" : "no"],
+            ...(generated ? ([["Password", password]] as const) : [])
+          ])}${generated ? "\n\nThe password is shown this once." : ""}`
+      )
+    }).pipe(reporting(input.json))
+).pipe(Command.withDescription("Create a dashboard user"))
+
+const usersList = Command.make("list", { ...Settings.operator }, (input) =>
+  request<{ data: ReadonlyArray<User> }>(input, "GET", "/users").pipe(
+    Effect.flatMap((page) => output(input.json, page, ({ data }) => renderUsers(data))),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("List dashboard users with their roles"))
+
+const membershipApplication = Flag.String("application").pipe(Flag.withDescription("The application's id"))
+
+const usersGrant = Command.make(
+  "grant",
+  {
+    ...Settings.operator,
+    userId,
+    application: membershipApplication,
+    role: Flag.Literals("role", ["owner", "developer", "viewer"]).pipe(
+      Flag.withDescription("owner (everything), developer (keys, webhooks, deliveries, payments), viewer (read only)")
+    )
+  },
+  (input) =>
+    request<User>(input, "PUT", `/users/${path(input.userId)}/memberships/${path(input.application)}`, {
+      role: input.role
+    }).pipe(
+      Effect.flatMap((user) => output(input.json, user, (updated) => renderUsers([updated]))),
+      reporting(input.json)
+    )
+).pipe(Command.withDescription("Give a user a role in an application (replaces their role there)"))
+
+const usersRemove = Command.make(
+  "remove",
+  { ...Settings.operator, userId, application: membershipApplication },
+  (input) =>
+    request<User>(input, "DELETE", `/users/${path(input.userId)}/memberships/${path(input.application)}`).pipe(
+      Effect.flatMap((user) => output(input.json, user, (updated) => renderUsers([updated]))),
+      reporting(input.json)
+    )
+).pipe(Command.withDescription("Remove a user from an application"))
+
+const users = Command.make("users").pipe(
+  Command.withDescription("Dashboard users: create, list, grant, remove"),
+  Command.withSubcommands([usersCreate, usersList, usersGrant, usersRemove])
+)
+
+// --- audit ----------------------------------------------------------------------------------------------------------
+
+const audit = Command.make(
+  "audit",
+  {
+    ...Settings.operator,
+    limit: Flag.Int("limit").pipe(Flag.withDescription("Entries, 1 to 100 (default 50)"), Flag.optional),
+    application: Flag.String("application").pipe(Flag.withDescription("Only this application's"), Flag.optional)
+  },
+  (input) => {
+    const query = new URLSearchParams({
+      ...some("limit", Option.map(input.limit, String)),
+      ...some("application_id", input.application)
+    }).toString()
+    return request<{ data: ReadonlyArray<AuditEntry>; has_more: boolean }>(
+      input,
+      "GET",
+      `/audit${query.length > 0 ? `?${query}` : ""}`
+    ).pipe(
+      Effect.flatMap((page) =>
+        output(input.json, page, ({ data }) =>
+          data.length === 0
+            ? "No entries."
+            : table(
+                [
+                  ["at", "At"],
+                  ["actor", "Actor"],
+                  ["action", "Action"],
+                  ["application_id", "Application"],
+                  ["target", "Target"],
+                  ["ip", "Address"]
+                ],
+                data
+              )
+        )
+      ),
+      reporting(input.json)
+    )
+  }
+).pipe(Command.withDescription("The audit log: every dashboard and operator action, newest first"))
+
 export const admin = Command.make("admin").pipe(
-  Command.withDescription("The operator API (KASSA_ADMIN_TOKEN): applications, keys, webhook secrets, deliveries"),
-  Command.withSubcommands([apps, keys, webhookSecret, deliveries])
+  Command.withDescription(
+    "The operator API (KASSA_ADMIN_TOKEN): applications, keys, webhook secrets, deliveries, users, audit log"
+  ),
+  Command.withSubcommands([apps, keys, webhookSecret, deliveries, users, audit])
 )

@@ -69,6 +69,15 @@ export class ApplicationRepository extends Context.Service<
       id: Ids.ApplicationId,
       changes: ApplicationUpdate
     ) => Effect.Effect<Option.Option<StoredApplication>>
+    /**
+     * Moves the status from `from` to `to` only if it is still `from` (compare and set): of two operators clicking at
+     * once, one wins and the other is told. False when the status was no longer `from`.
+     */
+    readonly changeStatus: (
+      id: Ids.ApplicationId,
+      from: Application.ApplicationStatus,
+      to: Application.ApplicationStatus
+    ) => Effect.Effect<boolean>
     /** Replaces the webhook secret; the old one keeps signing for 24 h (decisions §7). */
     readonly rotateWebhookSecret: (id: Ids.ApplicationId, secret: string) => Effect.Effect<boolean>
     readonly webhookSecrets: (id: Ids.ApplicationId) => Effect.Effect<Option.Option<WebhookSecrets>>
@@ -167,6 +176,17 @@ export class ApplicationRepository extends Context.Service<
           Effect.orDie
         ),
         update,
+        changeStatus: (id, from, to) =>
+          DateTime.now.pipe(
+            Effect.flatMap(
+              (now) => sql`
+                UPDATE applications SET status = ${to}, updated_at = ${new Date(DateTime.toEpochMillis(now))}
+                WHERE id = ${id} AND status = ${from} RETURNING 1
+              `
+            ),
+            Effect.orDie,
+            Effect.map((rows) => rows.length > 0)
+          ),
         rotateWebhookSecret,
         webhookSecrets
       })

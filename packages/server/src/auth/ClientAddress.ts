@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import type { NetAddress } from "effect/net"
+import { NetAddress } from "effect/net"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as IpAllowList from "./IpAllowList.ts"
 
@@ -49,7 +49,11 @@ export class InvalidTrustedProxies extends Error {
 
 export class ClientAddress extends Context.Service<
   ClientAddress,
-  { readonly of: (request: HttpServerRequest.HttpServerRequest) => Option.Option<NetAddress.IpAddress> }
+  {
+    readonly of: (request: HttpServerRequest.HttpServerRequest) => Option.Option<NetAddress.IpAddress>
+    /** The same address as text, for audit entries and payer records; null when it cannot be told. */
+    readonly text: (request: HttpServerRequest.HttpServerRequest) => string | null
+  }
 >()("@kassa/server/auth/ClientAddress") {
   static readonly layer = Layer.effect(
     ClientAddress,
@@ -63,10 +67,12 @@ export class ClientAddress extends Context.Service<
           )
         )
       }
+      // `peerAddress` is the socket peer even if a forwarding middleware rewrote `remoteAddress`.
+      const of = (request: HttpServerRequest.HttpServerRequest) =>
+        resolve({ peer: request.peerAddress, forwardedFor: request.headers["x-forwarded-for"], trustedProxies })
       return ClientAddress.of({
-        // `peerAddress` is the socket peer even if a forwarding middleware rewrote `remoteAddress`.
-        of: (request) =>
-          resolve({ peer: request.peerAddress, forwardedFor: request.headers["x-forwarded-for"], trustedProxies })
+        of,
+        text: (request) => Option.match(of(request), { onNone: () => null, onSome: NetAddress.formatIp })
       })
     })
   )

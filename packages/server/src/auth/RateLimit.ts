@@ -82,7 +82,7 @@ export class RateLimit extends Context.Service<
     Effect.gen(function* () {
       const shared = yield* RateLimiter.make
       const local = yield* RateLimiter.make.pipe(Effect.provide(RateLimiter.layerStoreMemory))
-      const consume = Effect.fn("RateLimit.consume")(function* (key: string, limit: number) {
+      const consume = Effect.fnUntraced(function* (key: string, limit: number) {
         return yield* consumeWith(shared, key, limit).pipe(
           Effect.timeout(storeTimeout),
           Effect.catch((error) =>
@@ -98,10 +98,17 @@ export class RateLimit extends Context.Service<
     })
   )
 
-  /** Counted in this process. */
-  static readonly layerMemory: Layer.Layer<RateLimit> = RateLimit.layerStore.pipe(
-    Layer.provide(RateLimiter.layerStoreMemory)
-  )
+  /**
+   * Counted in this process. The memory store answers at once and cannot fail, so there is no timeout and no
+   * fallback around it: each would fork a fiber and arm a timer on every request.
+   */
+  static readonly layerMemory: Layer.Layer<RateLimit> = Layer.effect(
+    RateLimit,
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter.make
+      return RateLimit.of({ consume: (key, limit) => consumeWith(limiter, key, limit).pipe(Effect.orDie) })
+    })
+  ).pipe(Layer.provide(RateLimiter.layerStoreMemory))
 
   /** Shared by every process using the same Redis and prefix. Refuses to start when Redis does not answer. */
   static readonly layerRedis = (options: {

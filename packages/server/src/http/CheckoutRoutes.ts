@@ -7,7 +7,6 @@
 import { Ids, type Payment, PaymentRequests } from "@kassa/core"
 import { Effect, Layer, Option, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
-import { NetAddress } from "effect/net"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as CheckoutPage from "../pages/CheckoutPage.ts"
@@ -38,10 +37,8 @@ export const layer = Layer.unwrap(
     const secureCookie = config.environment === "production"
     const ownOrigin = new URL(config.baseUrl).origin
 
-    const withNonce = (request: HttpServerRequest.HttpServerRequest) => {
-      const existing = request.cookies[CsrfToken.cookieName]
-      return existing !== undefined && existing.length > 0 ? existing : CsrfToken.newNonce()
-    }
+    const withNonce = (request: HttpServerRequest.HttpServerRequest) =>
+      CsrfToken.nonceOf(request.cookies[CsrfToken.cookieName])
 
     const setNonce = (response: HttpServerResponse.HttpServerResponse, nonce: string) =>
       HttpServerResponse.setCookieUnsafe(response, CsrfToken.cookieName, nonce, {
@@ -88,20 +85,17 @@ export const layer = Layer.unwrap(
       )
     })
 
-    // A cross-site post carries a foreign Origin or Sec-Fetch-Site (browsers send them on every POST).
-    const sameOrigin = (request: HttpServerRequest.HttpServerRequest) => {
-      const origin = request.headers.origin
-      const site = request.headers["sec-fetch-site"]
-      return (origin === undefined || origin === ownOrigin) && (site === undefined || site === "same-origin")
-    }
-
     const submit = Effect.fn("Checkout.submit")(function* (request: HttpServerRequest.HttpServerRequest, id: string) {
       const paymentId = parseId(id)
       if (Option.isNone(paymentId)) return notFound
       const form = yield* request.urlParamsBody.pipe(Effect.orElseSucceed(() => UrlParams.empty))
       const value = (name: string) => Option.getOrElse(UrlParams.getFirst(form, name), () => "").trim()
       const nonce = request.cookies[CsrfToken.cookieName]
-      if (!sameOrigin(request) || !CsrfToken.verify(csrfKey, nonce, paymentId.value, value("csrf"))) return refused
+      if (
+        !CsrfToken.sameOrigin(request.headers, ownOrigin) ||
+        !CsrfToken.verify(csrfKey, nonce, paymentId.value, value("csrf"))
+      )
+        return refused
 
       const found = yield* payments.checkout(paymentId.value).pipe(Effect.option)
       if (Option.isNone(found)) return notFound
@@ -128,7 +122,6 @@ export const layer = Layer.unwrap(
       }
       if (Object.keys(errors).length > 0) return formPage(view, nonce ?? "", { status: 422, values, errors })
 
-      const address = clientAddress.of(request)
       const payer: Payment.Payer | null =
         outcome === "expired"
           ? null
@@ -136,7 +129,7 @@ export const layer = Layer.unwrap(
               name: values.name,
               email: values.email.length > 0 ? values.email : null,
               phone: values.phone.length > 0 ? values.phone : null,
-              ip: Option.match(address, { onNone: () => "unknown", onSome: NetAddress.formatIp }),
+              ip: clientAddress.text(request) ?? "unknown",
               user_agent: (request.headers["user-agent"] ?? "").slice(0, 512)
             }
       return yield* payments.settle(payment.id, outcome, payer, values.method).pipe(

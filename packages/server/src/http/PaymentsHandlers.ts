@@ -4,18 +4,19 @@
  *
  * With an `Idempotency-Key`, create and refund run through the IdempotencyStore, and their answer — success or
  * contract error — is rendered here once, as the exact bytes that are stored and later replayed (with
- * `Idempotent-Replayed: true`). Without one, the answer is encoded by HttpApi from the contract as usual.
+ * `Idempotent-Replayed: true`). Without one, create and fetch render the payment the same way (see
+ * {@link paymentJson}); errors are encoded by HttpApi from the contract as usual.
  */
 import {
   Authentication,
   type IdempotencyKey,
   Ids,
   MerchantApi,
-  Payment,
+  type Payment,
   PaymentsApi,
   RequestFingerprint
 } from "@kassa/core"
-import { Effect, Option, Schema } from "effect"
+import { DateTime, Effect, Option } from "effect"
 import { Digest } from "effect/crypto"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -24,14 +25,66 @@ import { type Answer, type Claim, errorAnswer, IdempotencyStore, type Outcome } 
 import type { Scope } from "../payments/PaymentRepository.ts"
 import { Payments } from "../payments/Payments.ts"
 
-const encodePayment = Schema.encodeSync(Schema.toCodecJson(Payment.Payment))
+const iso = (time: DateTime.Utc): string => DateTime.formatIso(time)
+
+const refundWire = (refund: Payment.Refund): Payment.PaymentEncoded["refunds"][number] => ({
+  id: refund.id,
+  amount: refund.amount,
+  status: refund.status,
+  reason: refund.reason,
+  created_at: iso(refund.created_at),
+  confirmed_at: refund.confirmed_at === null ? null : iso(refund.confirmed_at)
+})
+
+/**
+ * The payment's wire form, exactly what the contract's `Payment` schema encodes to (same keys, same order; a
+ * property test holds the two together), built directly: schema encoding cost a hot path about 20 µs a payment,
+ * and a payment read from the database or built by the state machine has already met every rule.
+ */
+export const paymentWire = (payment: Payment.Payment): Payment.PaymentEncoded => ({
+  id: payment.id,
+  status: payment.status,
+  mode: payment.mode,
+  amount: payment.amount,
+  refunded_amount: payment.refunded_amount,
+  currency: payment.currency,
+  method: payment.method,
+  order_reference: payment.order_reference,
+  description: payment.description,
+  customer: { name: payment.customer.name, email: payment.customer.email, phone: payment.customer.phone },
+  payer:
+    payment.payer === null
+      ? null
+      : {
+          name: payment.payer.name,
+          email: payment.payer.email,
+          phone: payment.payer.phone,
+          ip: payment.payer.ip,
+          user_agent: payment.payer.user_agent
+        },
+  locale: payment.locale,
+  return_url: payment.return_url,
+  metadata: payment.metadata,
+  checkout_url: payment.checkout_url,
+  expires_at: iso(payment.expires_at),
+  paid_at: payment.paid_at === null ? null : iso(payment.paid_at),
+  created_at: iso(payment.created_at),
+  refunds: payment.refunds.map(refundWire)
+})
+
+/** The JSON body of a payment. */
+export const paymentJson = (payment: Payment.Payment): string => JSON.stringify(paymentWire(payment))
 
 /** A payment answer, rendered as the API renders it. */
 export const paymentAnswer = (
   payment: Payment.Payment,
   status: number,
   headers: Readonly<Record<string, string>> = {}
-): Answer => ({ status, body: JSON.stringify(encodePayment(payment)), headers })
+): Answer => ({ status, body: paymentJson(payment), headers })
+
+/** A payment answered without an Idempotency-Key: the same rendering, nothing stored. */
+const paymentResponse = (payment: Payment.Payment, status: number, headers: Readonly<Record<string, string>> = {}) =>
+  HttpServerResponse.text(paymentJson(payment), { status, contentType: "application/json", headers })
 
 /** The HTTP response of an idempotent answer; a replay says so. */
 export const toResponse = ({ answer, replayed }: Outcome): HttpServerResponse.HttpServerResponse =>
@@ -100,7 +153,10 @@ export const PaymentsHandlers = HttpApiBuilder.group(
           const application = Option.getOrUndefined(yield* Effect.serviceOption(AuthenticatedApplication))
           const create = (idempotency?: Claim) =>
             payments.create({ scope, body: payload, simulate: headers["kassa-simulate"], idempotency, application })
-          if (key === undefined) return yield* create()
+          if (key === undefined) {
+            const payment = yield* create()
+            return paymentResponse(payment, 201, { location: PaymentsApi.paymentLocation(payment.id) })
+          }
           return yield* idempotent({
             scope,
             key,
@@ -111,7 +167,11 @@ export const PaymentsHandlers = HttpApiBuilder.group(
           }).pipe(withServices)
         })
       )
-      .handle("retrieve", ({ params }) => Effect.flatMap(currentScope, (scope) => payments.retrieve(scope, params.id)))
+      .handle("retrieve", ({ params }) =>
+        Effect.flatMap(currentScope, (scope) =>
+          Effect.map(payments.retrieve(scope, params.id), (payment) => paymentResponse(payment, 200))
+        )
+      )
       .handle("list", ({ query }) => Effect.flatMap(currentScope, (scope) => payments.list(scope, query)))
       .handle("cancel", ({ params }) => Effect.flatMap(currentScope, (scope) => payments.cancel(scope, params.id)))
       .handle("refund", ({ params, payload, headers, request }) =>

@@ -1,12 +1,18 @@
 /**
+ * Authentication of the operator API, and its audit trail: every successful change made with the admin token is
+ * recorded (actor "admin token", the endpoint, the path, the client address).
+ *
  * Authentication of the operator API: `Authorization: Bearer <KASSA_ADMIN_TOKEN>` (decisions §8). A missing header,
  * an empty token and a wrong token are all 401 `unauthenticated`; API keys are not admin tokens, so a `pk_…` key
  * gets the same answer (`invalid_api_key` would suggest that some API key could work here).
  */
 import { createHash, timingSafeEqual } from "node:crypto"
-import { ApiError, ErrorEnvelope } from "@kassa/core"
+import { ApiError, ErrorEnvelope, type Ids } from "@kassa/core"
 import { Effect, Layer, Redacted } from "effect"
+import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
+import { ClientAddress } from "../auth/ClientAddress.ts"
+import { AuditLog } from "../dashboard/AuditLog.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
 export const bearer = HttpApiSecurity.bearer.pipe(
@@ -31,8 +37,36 @@ export const layer = Layer.effect(
   Effect.gen(function* () {
     const { adminToken } = yield* ServerSecrets
     const expected = digest(Redacted.value(adminToken))
+    const audit = yield* AuditLog
+    const clientAddress = yield* ClientAddress
+
+    // Changes only (reads are not actions); the application is the one the path names, when it names one.
+    const recorded = <E, R>(
+      httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+      action: string,
+      method: string
+    ) =>
+      method === "GET"
+        ? httpEffect
+        : Effect.tap(httpEffect, (response) =>
+            response.status >= 400
+              ? Effect.void
+              : Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+                  const path = new URL(request.url, "http://kassa.invalid").pathname
+                  const application = /\/(?:applications|memberships)\/([0-9a-f-]{36})/.exec(path)?.[1] ?? null
+                  return audit.record(
+                    {
+                      label: "admin token",
+                      userId: null,
+                      ip: clientAddress.text(request)
+                    },
+                    { action, applicationId: application as Ids.ApplicationId | null, target: path }
+                  )
+                })
+          )
+
     return AdminAuthentication.of({
-      bearer: (httpEffect, { credential }) => {
+      bearer: (httpEffect, { credential, endpoint, group }) => {
         const token = Redacted.value(credential)
         if (token.length === 0) {
           return Effect.fail(
@@ -40,7 +74,11 @@ export const layer = Layer.effect(
           )
         }
         return timingSafeEqual(digest(token), expected)
-          ? httpEffect
+          ? recorded(
+              httpEffect,
+              `operator_api.${group.identifier.replace(/^operator/, "").toLowerCase()}.${endpoint.identifier}`,
+              endpoint.method
+            )
           : Effect.fail(new ApiError.Unauthenticated({ message: "The admin token is not valid." }))
       }
     })

@@ -16,15 +16,23 @@ import {
   ApplicationCreated,
   ApplicationList,
   ApplicationParams,
+  AuditList,
   CreateApplicationBody,
   CreateKeyBody,
+  CreateUserBody,
   DeliveryList,
   DeliveryParams,
   DeliveryResent,
   IssuedApiKeyView,
   KeyParams,
+  ListAuditQuery,
   ListDeliveriesQuery,
+  MembershipBody,
+  MembershipParams,
   UpdateApplicationBody,
+  UserCreated,
+  UserList,
+  UserView,
   WebhookSecretCreated
 } from "./OperatorSchemas.ts"
 
@@ -151,10 +159,55 @@ export class OperatorDeliveriesApi extends HttpApiGroup.make("operatorDeliveries
   )
   .annotateMerge(OpenApi.annotations({ title: "Webhook deliveries" })) {}
 
+export class OperatorUsersApi extends HttpApiGroup.make("operatorUsers")
+  .add(
+    HttpApiEndpoint.post("create", "/users", {
+      payload: CreateUserBody,
+      success: UserCreated,
+      error: ErrorEnvelope.ValidationFailed
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Create a dashboard user",
+        description:
+          "E-mail addresses are unique (compared lower-case); passwords have at least 12 characters and are stored " +
+          "as scrypt hashes. `operator_admin` users manage every application."
+      })
+    ),
+    HttpApiEndpoint.get("list", "/users", { success: UserList }).annotateMerge(
+      OpenApi.annotations({ summary: "List dashboard users", description: "With their memberships." })
+    ),
+    HttpApiEndpoint.put("setMembership", "/users/:id/memberships/:application_id", {
+      params: MembershipParams,
+      payload: MembershipBody,
+      success: UserView,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Give a user a role in an application",
+        description: "owner (everything), developer (keys, webhooks, deliveries, payments) or viewer (read only)."
+      })
+    ),
+    HttpApiEndpoint.delete("removeMembership", "/users/:id/memberships/:application_id", {
+      params: MembershipParams,
+      success: UserView,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(OpenApi.annotations({ summary: "Remove a user from an application" })),
+    HttpApiEndpoint.get("audit", "/audit", { query: ListAuditQuery, success: AuditList }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Read the audit log",
+        description:
+          "Every dashboard and operator action, newest first: who, what, on which application, when, from where. " +
+          "For the next page pass the last `id` as `before`."
+      })
+    )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Users and audit" })) {}
+
 export class OperatorApi extends HttpApi.make("kassa-operator")
   .add(OperatorApplicationsApi)
   .add(OperatorKeysApi)
   .add(OperatorDeliveriesApi)
+  .add(OperatorUsersApi)
   .prefix(operatorPrefix)
   .middleware(InvalidRequest.InvalidRequest)
   // Added last, so it wraps the other middleware and runs first.
@@ -165,7 +218,7 @@ export class OperatorApi extends HttpApi.make("kassa-operator")
       title: "Kassa operator API",
       version: "1.0.0",
       description:
-        "Applications, API keys, webhook secrets and webhook deliveries. Authenticate with `Authorization: Bearer <KASSA_ADMIN_TOKEN>`. " +
+        "Applications, API keys, webhook secrets, webhook deliveries, dashboard users and the audit log. Authenticate with `Authorization: Bearer <KASSA_ADMIN_TOKEN>`. " +
         'Errors are `{"error":{"code","message",…}}` as in the merchant API.'
     })
   ) {}

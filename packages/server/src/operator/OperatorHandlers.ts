@@ -14,13 +14,25 @@ import {
   toApplication
 } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import { AuditLog } from "../dashboard/AuditLog.ts"
+import { type Membership, parseUserId, type User, UserRepository } from "../dashboard/UserRepository.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
 import * as AdminAuthentication from "./AdminAuthentication.ts"
 import { OperatorApi, operatorOpenApiPath } from "./OperatorApi.ts"
-import type { UpdateApplicationBody } from "./OperatorSchemas.ts"
+import { insecureInProduction, type UpdateApplicationBody } from "./OperatorSchemas.ts"
 
 const applicationNotFound = () => new ApiError.NotFound({ message: "No application with this id." })
+
+/** The application a path names, or 404 `not_found` (also for a path segment that is not an id). */
+const findApplication =
+  (applications: ApplicationRepository["Service"]) =>
+  (id: string): Effect.Effect<StoredApplication, ApiError.NotFound> =>
+    Option.match(parseApplicationId(id), {
+      onNone: () => Effect.fail(applicationNotFound()),
+      onSome: (applicationId) =>
+        applications.find(applicationId).pipe(Effect.flatMap(Effect.fromOption(applicationNotFound)))
+    })
 const keyNotFound = () => new ApiError.NotFound({ message: "No API key with this id." })
 
 const parseKeyId = Schema.decodeUnknownOption(Ids.ApiKeyId)
@@ -30,13 +42,14 @@ const deliveryNotFound = () => new ApiError.NotFound({ message: "No delivery wit
 /**
  * The rules a single field cannot check: `min_amount` ≤ `max_amount` over the resulting settings (stored values
  * fill in on PATCH), and https webhook URLs in production (decisions §7). A rule is reported on the fields the
- * request sent, so the operator sees what to change.
+ * request sent, so the operator sees what to change. Shared with the operator's dashboard pages; empty when the
+ * settings hold.
  */
-const settingsErrors = (
+export const settingsRuleErrors = (
   sent: UpdateApplicationBody,
   result: { readonly min_amount: number; readonly max_amount: number },
   production: boolean
-) => {
+): Record<string, [string, ...Array<string>]> => {
   const fields: Record<string, [string, ...Array<string>]> = {}
   if (result.min_amount > result.max_amount) {
     const message = `min_amount (${result.min_amount}) must not exceed max_amount (${result.max_amount})`
@@ -44,9 +57,18 @@ const settingsErrors = (
     if (sent.max_amount !== undefined) fields.max_amount = [message]
   }
   // The schema has already checked that the URL parses.
-  if (production && typeof sent.webhook_url === "string" && new URL(sent.webhook_url).protocol !== "https:") {
+  if (typeof sent.webhook_url === "string" && insecureInProduction(sent.webhook_url, production)) {
     fields.webhook_url = ["webhook_url must be an https URL in production"]
   }
+  return fields
+}
+
+const settingsErrors = (
+  sent: UpdateApplicationBody,
+  result: { readonly min_amount: number; readonly max_amount: number },
+  production: boolean
+) => {
+  const fields = settingsRuleErrors(sent, result, production)
   return Object.keys(fields).length === 0 ? Effect.void : Effect.fail(RequestValidation.validationFailed(fields))
 }
 
@@ -77,12 +99,7 @@ export const ApplicationsHandlers = HttpApiBuilder.group(
     const production = config.environment === "production"
     const newSecret = WebhookSecret.generate.pipe(Effect.provide(random))
 
-    const find = (id: string): Effect.Effect<StoredApplication, ApiError.NotFound> =>
-      Option.match(parseApplicationId(id), {
-        onNone: () => Effect.fail(applicationNotFound()),
-        onSome: (applicationId) =>
-          applications.find(applicationId).pipe(Effect.flatMap(Effect.fromOption(applicationNotFound)))
-      })
+    const find = findApplication(applications)
 
     return handlers
       .handle(
@@ -127,14 +144,7 @@ export const KeysHandlers = HttpApiBuilder.group(
     const keys = yield* ApiKeyRepository
 
     const applicationId = (id: string): Effect.Effect<Ids.ApplicationId, ApiError.NotFound> =>
-      Option.match(parseApplicationId(id), {
-        onNone: () => Effect.fail(applicationNotFound()),
-        onSome: (parsed) =>
-          applications.find(parsed).pipe(
-            Effect.flatMap(Effect.fromOption(applicationNotFound)),
-            Effect.map((stored) => stored.id)
-          )
-      })
+      findApplication(applications)(id).pipe(Effect.map((stored) => stored.id))
 
     const keyId = (id: string): Effect.Effect<Ids.ApiKeyId, ApiError.NotFound> =>
       Effect.fromOption(parseKeyId(id), keyNotFound)
@@ -188,10 +198,7 @@ export const DeliveriesHandlers = HttpApiBuilder.group(
       .handle(
         "list",
         Effect.fn("Operator.listDeliveries")(function* ({ params, query }) {
-          const application = yield* Option.match(parseApplicationId(params.id), {
-            onNone: () => Effect.fail(applicationNotFound()),
-            onSome: (id) => applications.find(id).pipe(Effect.flatMap(Effect.fromOption(applicationNotFound)))
-          })
+          const application = yield* findApplication(applications)(params.id)
           const page = yield* deliveries.list(application.id, {
             limit: query.limit,
             startingAfter: query.starting_after,
@@ -215,6 +222,111 @@ export const DeliveriesHandlers = HttpApiBuilder.group(
   })
 )
 
+const userNotFound = () => new ApiError.NotFound({ message: "No user with this id." })
+
+export const UsersHandlers = HttpApiBuilder.group(
+  OperatorApi,
+  "operatorUsers",
+  Effect.fn(function* (handlers) {
+    const users = yield* UserRepository
+    const applications = yield* ApplicationRepository
+    const audit = yield* AuditLog
+
+    const wire = (user: User, memberships: ReadonlyArray<Membership>) => ({
+      id: user.id,
+      email: user.email,
+      operator_admin: user.operatorAdmin,
+      created_at: user.createdAt,
+      last_login_at: user.lastLoginAt,
+      memberships: memberships.map((membership) => ({
+        application_id: membership.applicationId,
+        role: membership.role
+      }))
+    })
+    const view = (user: User) => users.memberships(user.id).pipe(Effect.map((memberships) => wire(user, memberships)))
+
+    const findPair = (id: string, applicationId: string) =>
+      Effect.gen(function* () {
+        const user = yield* Option.match(parseUserId(id), {
+          onNone: () => Effect.fail(userNotFound()),
+          onSome: (userId) => users.find(userId).pipe(Effect.flatMap(Effect.fromOption(userNotFound)))
+        })
+        const application = yield* findApplication(applications)(applicationId)
+        return { user, application }
+      })
+
+    return handlers
+      .handle(
+        "create",
+        Effect.fn("Operator.createUser")(function* ({ payload }) {
+          const user = yield* users
+            .create({
+              email: payload.email,
+              password: payload.password,
+              operatorAdmin: payload.operator_admin ?? false
+            })
+            .pipe(
+              Effect.catchTag("EmailTaken", () =>
+                Effect.fail(RequestValidation.validationFailed({ email: ["a user with this e-mail address exists"] }))
+              )
+            )
+          return yield* view(user)
+        })
+      )
+      .handle("list", () =>
+        Effect.all([users.list, users.allMemberships]).pipe(
+          Effect.map(([all, memberships]) => ({
+            data: all.map((user) =>
+              wire(
+                user,
+                memberships.filter((membership) => membership.userId === user.id)
+              )
+            )
+          }))
+        )
+      )
+      .handle(
+        "setMembership",
+        Effect.fn("Operator.setMembership")(function* ({ params, payload }) {
+          const { user, application } = yield* findPair(params.id, params.application_id)
+          yield* users.setRole(user.id, application.id, payload.role)
+          return yield* view(user)
+        })
+      )
+      .handle(
+        "removeMembership",
+        Effect.fn("Operator.removeMembership")(function* ({ params }) {
+          const { user, application } = yield* findPair(params.id, params.application_id)
+          yield* users.removeMembership(user.id, application.id)
+          return yield* view(user)
+        })
+      )
+      .handle(
+        "audit",
+        Effect.fn("Operator.audit")(function* ({ query }) {
+          const entries = yield* audit.list({
+            limit: query.limit + 1,
+            before: query.before,
+            applicationId: query.application_id
+          })
+          return {
+            data: entries.slice(0, query.limit).map((entry) => ({
+              id: entry.id,
+              at: entry.at,
+              actor: entry.actor,
+              action: entry.action,
+              application_id: entry.applicationId,
+              target: entry.target,
+              details: entry.details,
+              ip: entry.ip
+            })),
+            has_more: entries.length > query.limit
+          }
+        })
+      )
+  })
+)
+
 /** Every method and path the operator API answers, for the router's 405 `Allow` answers. */
 export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly path: string }> => {
   const routes: Array<{ method: string; path: string }> = [{ method: "GET", path: operatorOpenApiPath }]
@@ -229,6 +341,6 @@ export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly
 
 /** The operator API's routes, with their middleware; needs the repositories, secrets and settings. */
 export const layer = HttpApiBuilder.layer(OperatorApi, { openapiPath: operatorOpenApiPath }).pipe(
-  Layer.provide([ApplicationsHandlers, KeysHandlers, DeliveriesHandlers]),
+  Layer.provide([ApplicationsHandlers, KeysHandlers, DeliveriesHandlers, UsersHandlers]),
   Layer.provide([AdminAuthentication.layer, InvalidRequest.layer])
 )

@@ -5,10 +5,21 @@
  * https-only webhook URLs in production — are checked by the handlers once the fields are valid.
  */
 import { isIP } from "node:net"
-import { Application, Ids, Mode, Money, PaymentRequests, Timestamp, WebhookEvent } from "@kassa/core"
+import {
+  Application,
+  Credentials,
+  DashboardAccess,
+  Ids,
+  Mode,
+  Money,
+  PaymentRequests,
+  Timestamp,
+  WebhookEvent
+} from "@kassa/core"
 import { Effect, Result, Schema, Struct } from "effect"
 import { HttpApiSchema } from "effect/http-api"
 import { IpNetwork, NetAddress } from "effect/net"
+import { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
 
 const ApplicationName = Schema.String.check(
   Schema.isBetweenLength(1, 200, { message: "name must be 1 to 200 characters" }),
@@ -59,6 +70,10 @@ export const ReturnUrlHost = Schema.String.check(
 export const WebhookUrl = PaymentRequests.HttpUrl.check(
   Schema.isMaxLength(2048, { message: "webhook_url must be at most 2048 characters" })
 ).annotate({ message: "webhook_url must be an absolute http or https URL" })
+
+/** Decisions §7: in production a webhook URL must be https (for a URL `WebhookUrl` accepted). */
+export const insecureInProduction = (url: string, production: boolean): boolean =>
+  production && new URL(url).protocol !== "https:"
 
 /**
  * One entry of `ip_allowlist`: an IPv4/IPv6 address or a CIDR range (`10.0.0.0/8`, `2001:db8::/32`). Parsed with
@@ -189,8 +204,6 @@ export const DeliveryParams = {
   id: Schema.String.annotate({ description: "The delivery's id, a lower-case UUID." })
 }
 
-const DeliveryStatus = Schema.Literals(["pending", "succeeded", "failed"])
-
 /**
  * The query of `GET /applications/{id}/deliveries`: a page of `limit` (1–100, default 10), newest first, after the
  * delivery `starting_after`, optionally only one `status`, `event`, `payment_id` or `mode`.
@@ -247,3 +260,63 @@ export const DeliveryList = Schema.Struct({ data: Schema.Array(DeliveryView), ha
 
 /** 202 of a resend: the delivery as it is when the manual attempt starts. */
 export const DeliveryResent = DeliveryView.pipe(HttpApiSchema.status(202))
+
+/** `POST /users`: a dashboard user. `operator_admin` users see and change every application. */
+export const CreateUserBody = Schema.Struct({
+  email: Credentials.Email,
+  password: Credentials.Password,
+  operator_admin: Schema.optionalKey(Schema.Boolean)
+}).annotate({ identifier: "CreateUserBody" })
+
+export const MembershipParams = {
+  id: Schema.String.annotate({ description: "The user's id, a lower-case UUID." }),
+  application_id: Schema.String.annotate({ description: "The application's id, a lower-case UUID." })
+}
+
+/** `PUT /users/{id}/memberships/{application_id}`. */
+export const MembershipBody = Schema.Struct({
+  role: DashboardAccess.Role.annotate({ message: "role must be owner, developer or viewer" })
+}).annotate({ identifier: "MembershipBody" })
+
+export const MembershipView = Schema.Struct({
+  application_id: Ids.ApplicationId,
+  role: DashboardAccess.Role
+}).annotate({ identifier: "Membership" })
+
+/** A dashboard user as the operator API shows it (never the password or its hash). */
+export const UserView = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  operator_admin: Schema.Boolean,
+  created_at: Timestamp.Timestamp,
+  last_login_at: Schema.NullOr(Timestamp.Timestamp),
+  memberships: Schema.Array(MembershipView)
+}).annotate({ identifier: "User" })
+
+export const UserCreated = UserView.pipe(HttpApiSchema.status(201))
+
+export const UserList = Schema.Struct({ data: Schema.Array(UserView) }).annotate({ identifier: "UserList" })
+
+/** The query of `GET /audit`: newest first, `limit` 1–100 (default 50), before the entry `before`. */
+export const ListAuditQuery = {
+  limit: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }, { message: "must be from 1 to 100" })).pipe(
+    Schema.withDecodingDefaultTypeKey(Effect.succeed(50))
+  ),
+  before: Schema.optionalKey(Schema.NumberFromString.check(Schema.isInt())),
+  application_id: Schema.optionalKey(Ids.ApplicationId)
+}
+
+export const AuditEntryView = Schema.Struct({
+  id: Schema.Int,
+  at: Timestamp.Timestamp,
+  actor: Schema.String,
+  action: Schema.String,
+  application_id: Schema.NullOr(Schema.String),
+  target: Schema.NullOr(Schema.String),
+  details: Schema.Record(Schema.String, Schema.Unknown),
+  ip: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "AuditEntry" })
+
+export const AuditList = Schema.Struct({ data: Schema.Array(AuditEntryView), has_more: Schema.Boolean }).annotate({
+  identifier: "AuditList"
+})

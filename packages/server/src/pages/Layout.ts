@@ -5,7 +5,8 @@
 import { HttpServerResponse } from "effect/http"
 import { type Html, html, markup, trusted } from "./Html.ts"
 
-const styles = trusted(`
+/** The base stylesheet: colours, type, forms, buttons, tables. The dashboards add their frame to it. */
+export const baseStyles = `
 :root { color-scheme: light; --ink: #14213d; --muted: #5c677d; --line: #e3e7ee; --accent: #2851e0; --bg: #f5f7fb;
   --ok: #137547; --bad: #b42318; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
 * { box-sizing: border-box; }
@@ -39,7 +40,8 @@ code { background: #eef1f6; padding: 1px 5px; border-radius: 4px; font-size: 90%
 pre { background: #0f1a33; color: #e8edf7; padding: 14px; border-radius: 10px; overflow-x: auto; font-size: 13px; }
 table { border-collapse: collapse; width: 100%; font-size: 14px; } th, td { text-align: left; padding: 8px; border-bottom: 1px solid var(--line); }
 footer { text-align: center; color: var(--muted); font-size: 12px; margin: 24px 0; }
-`)
+`
+const styles = trusted(baseStyles)
 
 export interface PageOptions {
   readonly title: string
@@ -54,7 +56,8 @@ export const page = ({ title, body, tag, narrow, lang }: PageOptions): Html => h
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
+<link rel="icon" href="data:,">
 <title>${title}</title>
 <style>${styles}</style>
 </head>
@@ -65,21 +68,26 @@ export const page = ({ title, body, tag, narrow, lang }: PageOptions): Html => h
 </body>
 </html>`
 
-/** Headers every page carries: no framing, no sniffing, no referrer, no scripts, forms only to `formAction`. */
-export const securityHeaders = (formAction: ReadonlyArray<string> = ["'self'"]) => ({
-  "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action ${formAction.join(" ")}; frame-ancestors 'none'; base-uri 'none'`,
+/**
+ * Headers every page carries: no framing, no sniffing, no referrer to other sites, forms only to `formAction`, and no scripts but
+ * the server's own files when `scripts` is set (the dashboards' copy buttons; never inline).
+ */
+export const securityHeaders = (formAction: ReadonlyArray<string> = ["'self'"], scripts = false) => ({
+  "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:;${scripts ? " script-src 'self'; connect-src 'none';" : ""} form-action ${formAction.join(" ")}; frame-ancestors 'none'; base-uri 'none'`,
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on form posts, which the
+  // cross-site checks of the checkout and dashboard forms must refuse. Other sites still get no referrer.
+  "referrer-policy": "same-origin",
   "cache-control": "no-store"
 })
 
 export const respond = (
   document: Html,
-  options: { readonly status?: number; readonly formAction?: ReadonlyArray<string> } = {}
+  options: { readonly status?: number; readonly formAction?: ReadonlyArray<string>; readonly scripts?: boolean } = {}
 ) =>
   HttpServerResponse.text(markup(document), {
     status: options.status ?? 200,
     contentType: "text/html; charset=utf-8",
-    headers: securityHeaders(options.formAction)
+    headers: securityHeaders(options.formAction, options.scripts)
   })

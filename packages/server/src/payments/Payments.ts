@@ -19,7 +19,13 @@ import { ServerConfig } from "../config/ServerConfig.ts"
 import { EventOutbox } from "./EventOutbox.ts"
 import type { Claim } from "./IdempotencyStore.ts"
 import { PaymentProvider } from "./PaymentProvider.ts"
-import { type ListQuery, PaymentRepository, type Scope, type StoredPayment } from "./PaymentRepository.ts"
+import {
+  type ListQuery,
+  PaymentRepository,
+  type RefundOrigin,
+  type Scope,
+  type StoredPayment
+} from "./PaymentRepository.ts"
 
 export interface CreateRequest {
   readonly scope: Scope
@@ -43,6 +49,13 @@ export interface RefundRequest {
 export type RefundError =
   | ApiError.NotFound
   | ApiError.RefundsProcessedManually
+  | ApiError.PaymentNotRefundable
+  | ApiError.RefundAmountExceedsRefundable
+  | ApiError.PaymentBusy
+
+/** What a live refund request from the dashboard can be refused with. */
+export type RefundRequestError =
+  | ApiError.NotFound
   | ApiError.PaymentNotRefundable
   | ApiError.RefundAmountExceedsRefundable
   | ApiError.PaymentBusy
@@ -77,6 +90,19 @@ export class Payments extends Context.Service<
       request: RefundRequest,
       idempotency?: Claim
     ) => Effect.Effect<Payment.Payment, RefundError>
+    /**
+     * A live refund requested from the application dashboard (specification rule 4): under the payment's row lock
+     * (NOWAIT, like every writer), checked by `RefundRules.refundAmount` — pending requests already reserve their
+     * amount — and stored as a `pending` refund with who asked for it. No event and no status change: only the
+     * provider's confirmation does that. Answers the payment as fetch returns it afterwards.
+     */
+    readonly requestRefund: (
+      applicationId: Ids.ApplicationId,
+      id: Ids.PaymentId,
+      amount: number,
+      reason: string | null,
+      requestedBy: string | null
+    ) => Effect.Effect<Payment.Payment, RefundRequestError>
     /** The test simulator: test keys only (a live key gets `not_found`). */
     readonly simulate: (
       scope: Scope,
@@ -141,10 +167,10 @@ export class Payments extends Context.Service<
         stored: StoredPayment,
         transition: PaymentStateMachine.Transition,
         now: DateTime.Utc,
-        refundIdempotencyKey: string | null = null
+        origin: RefundOrigin = {}
       ) =>
         Effect.gen(function* () {
-          yield* repo.save(stored.payment, transition.payment, now, refundIdempotencyKey)
+          yield* repo.save(stored.payment, transition.payment, now, origin)
           const after = yield* reload(stored.payment.id)
           if (transition.events.length > 0) {
             yield* outbox.record(stored.applicationId, after.payment, transition.events, now)
@@ -194,7 +220,7 @@ export class Payments extends Context.Service<
         id: Ids.PaymentId,
         scope: Scope | undefined,
         change: (payment: Payment.Payment, now: DateTime.Utc) => Result.Result<PaymentStateMachine.Transition, E>,
-        refundIdempotencyKey: string | null = null
+        origin: RefundOrigin = {}
       ) =>
         sql
           .withTransaction(
@@ -205,7 +231,7 @@ export class Payments extends Context.Service<
               const seen = yield* observe(locked.value, now)
               const decided = change(seen.payment, now)
               if (Result.isFailure(decided)) return Result.fail<E | ApiError.NotFound>(decided.failure)
-              const after = yield* apply(seen, decided.success, now, refundIdempotencyKey)
+              const after = yield* apply(seen, decided.success, now, origin)
               return Result.succeed(after.payment)
             })
           )
@@ -225,7 +251,7 @@ export class Payments extends Context.Service<
             )
           : Result.succeed(stored.payment)
 
-      const create = Effect.fn("Payments.create")(
+      const create = Effect.fnUntraced(
         function* (request: CreateRequest) {
           const { scope } = request
           const application =
@@ -242,44 +268,38 @@ export class Payments extends Context.Service<
           const draft = yield* Effect.fromResult(CreatePayment.decide(request.body, application))
           const key = request.idempotency?.key ?? null
 
-          const outcome = yield* sql.withTransaction(
-            Effect.gen(function* () {
-              type Answer = Result.Result<Payment.Payment, ApiError.OrderReferenceAlreadyPaid | ApiError.ProviderError>
-              if (request.idempotency?.takeover === true) {
-                // The request that held this key died; if it got as far as the payment, that payment is the answer.
-                const existing = yield* repo.findByIdempotencyKey(
-                  scope,
-                  request.idempotency.key,
-                  request.idempotency.since
-                )
-                if (Option.isSome(existing)) {
-                  const stored = existing.value
-                  // A payment created `failed` never changes again, so its row was never updated after the insert.
-                  const refused =
-                    stored.payment.status === "failed" &&
-                    DateTime.Equivalence(stored.updatedAt, stored.payment.created_at)
-                  return createAnswer(stored, refused) as Answer
-                }
-              }
-              // Rule 5, read like any read: a pending holder past its expiry is expired now and frees the reference.
-              const blocking = yield* repo.findBlocking(scope, draft.order_reference)
-              const holder = Option.isNone(blocking) ? Option.none() : yield* read(blocking.value, scope)
-              const free = CreatePayment.checkOrderReference(
-                Option.getOrNull(
-                  Option.filter(holder, (payment) => Payment.orderReferenceBlockingStatuses.includes(payment.status))
-                )
+          // No transaction around the whole create: rule 5's check is a plain read (the unique index is the arbiter
+          // when creates race), and a `pending` payment is one INSERT, atomic on its own. Only a payment created with
+          // events (refused → `failed`) needs one, to commit the payment, its event and its delivery together. With an
+          // Idempotency-Key all of this already runs inside the key's transaction (IdempotencyStore).
+          type Answer = Result.Result<Payment.Payment, ApiError.OrderReferenceAlreadyPaid | ApiError.ProviderError>
+          const outcome: Answer = yield* Effect.gen(function* () {
+            if (request.idempotency?.takeover === true) {
+              // The request that held this key died; if it got as far as the payment, that payment is the answer.
+              const existing = yield* repo.findByIdempotencyKey(
+                scope,
+                request.idempotency.key,
+                request.idempotency.since
               )
-              if (Result.isFailure(free)) return Result.fail(free.failure) as Answer
-
-              const id = Ids.PaymentId.make(yield* random.uuidV4())
-              const providerAnswer = yield* provider.open({
-                paymentId: id,
-                mode: scope.mode,
-                draft,
-                providerAccount: application.provider_account,
-                simulate: request.simulate,
-                providerIdempotencyKey: key === null ? null : `kassa:${scope.applicationId}:${scope.mode}:${key}`
-              })
+              if (Option.isSome(existing)) {
+                const stored = existing.value
+                // A payment created `failed` never changes again, so its row was never updated after the insert.
+                const refused =
+                  stored.payment.status === "failed" &&
+                  DateTime.Equivalence(stored.updatedAt, stored.payment.created_at)
+                return createAnswer(stored, refused) as Answer
+              }
+            }
+            const id = Ids.PaymentId.make(yield* random.uuidV4())
+            const open = provider.open({
+              paymentId: id,
+              mode: scope.mode,
+              draft,
+              providerAccount: application.provider_account,
+              simulate: request.simulate,
+              providerIdempotencyKey: key === null ? null : `kassa:${scope.applicationId}:${scope.mode}:${key}`
+            })
+            const stage = Effect.fnUntraced(function* (provider: PaymentStateMachine.ProviderAnswer) {
               const now = yield* DateTime.now
               const transition = PaymentStateMachine.create({
                 id,
@@ -288,11 +308,38 @@ export class Payments extends Context.Service<
                 checkoutUrl: `${baseUrl}/checkout/${id}`,
                 ttlSeconds: application.payment_ttl_seconds,
                 now,
-                provider: providerAnswer
+                provider
               })
-              const inserted = yield* Effect.result(
-                repo.insert(transition.payment, { applicationId: scope.applicationId, idempotencyKey: key }, now)
+              return { now, transition, refused: provider === "refused" }
+            })
+            const insert = (transition: PaymentStateMachine.Transition, now: DateTime.Utc) =>
+              repo.insert(transition.payment, { applicationId: scope.applicationId, idempotencyKey: key }, now)
+
+            // Test payments: the simulator has no side effects, so it is asked first and rule 5 can be left to the
+            // unique index — an accepted payment without events is inserted straight away (authenticate + INSERT,
+            // two statements), and only a conflict takes the checked path below. Live payments are checked before
+            // the provider hears of them.
+            const simulated = scope.mode === "test" ? yield* open : undefined
+            if (simulated === "accepted") {
+              const { now, transition } = yield* stage(simulated)
+              if (transition.events.length === 0 && Result.isSuccess(yield* Effect.result(insert(transition, now)))) {
+                return Result.succeed(transition.payment) as Answer
+              }
+            }
+
+            // Rule 5, read like any read: a pending holder past its expiry is expired now and frees the reference.
+            const blocking = yield* repo.findBlocking(scope, draft.order_reference)
+            const holder = Option.isNone(blocking) ? Option.none() : yield* read(blocking.value, scope)
+            const free = CreatePayment.checkOrderReference(
+              Option.getOrNull(
+                Option.filter(holder, (payment) => Payment.orderReferenceBlockingStatuses.includes(payment.status))
               )
+            )
+            if (Result.isFailure(free)) return Result.fail(free.failure) as Answer
+
+            const { now, transition, refused } = yield* stage(simulated ?? (yield* open))
+            const write = Effect.gen(function* () {
+              const inserted = yield* Effect.result(insert(transition, now))
               if (Result.isFailure(inserted)) {
                 // A concurrent create committed this order reference after our check; the unique index caught it.
                 const winner = yield* repo.findBlocking(scope, draft.order_reference)
@@ -309,15 +356,16 @@ export class Payments extends Context.Service<
               // An event's data must be the payment exactly as fetch returns it (jsonb normalizes metadata).
               const stored = yield* reload(id)
               yield* outbox.record(scope.applicationId, stored.payment, transition.events, now)
-              return createAnswer(stored, providerAnswer === "refused") as Answer
+              return createAnswer(stored, refused) as Answer
             })
-          )
+            return yield* transition.events.length === 0 ? write : sql.withTransaction(write)
+          })
           return yield* Effect.fromResult(outcome)
         },
         Effect.catchTag("SqlError", Effect.die)
       )
 
-      const retrieve = Effect.fn("Payments.retrieve")((scope: Scope, id: Ids.PaymentId) => readOrNotFound(id, scope))
+      const retrieve = (scope: Scope, id: Ids.PaymentId) => readOrNotFound(id, scope)
 
       const expireDue = Effect.fn("Payments.expireDue")(
         function* (options: { readonly scope?: Scope | undefined; readonly batchSize?: number | undefined }) {
@@ -396,7 +444,24 @@ export class Payments extends Context.Service<
                 PaymentStateMachine.requestRefund(payment, { refundId, amount, reason: request.reason ?? null, now })
               )
             ),
-          idempotency?.key ?? null
+          { idempotencyKey: idempotency?.key ?? null }
+        )
+      })
+
+      // The same write path as every change: the state machine keeps a live refund `pending`, with no event.
+      const requestRefund = Effect.fn("Payments.requestRefund")(function* (
+        applicationId: Ids.ApplicationId,
+        id: Ids.PaymentId,
+        amount: number,
+        reason: string | null,
+        requestedBy: string | null
+      ) {
+        const refundId = Ids.RefundId.make(yield* random.uuidV4())
+        return yield* mutate(
+          id,
+          { applicationId, mode: "live" },
+          (payment, now) => PaymentStateMachine.requestRefund(payment, { refundId, amount, reason, now }),
+          { requestedBy }
         )
       })
 
@@ -447,6 +512,7 @@ export class Payments extends Context.Service<
         list,
         cancel,
         refund,
+        requestRefund,
         simulate,
         checkout,
         settle,

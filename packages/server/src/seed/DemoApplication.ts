@@ -2,13 +2,15 @@
  * The first start (decisions §9): outside production, a start on a database without applications creates an active
  * "Demo shop" with a test key, and prints once, to stdout, what is needed to try Kassa right away — the test key,
  * the webhook secret, the admin token when this start generated it, and a curl command that creates a payment.
+ * A start on a database without dashboard users creates the first operator admin (issue #6) and prints its sign-in
+ * once the same way; in production the first user is made with `kassa admin users create` or the operator API.
  *
  * That banner is the one place a secret is ever written out, and it is printed (`Console.log`), not logged: it never
  * goes through the logger, and later starts print only the one-line "Kassa listening on …". Only the keys' hashes and
  * the sealed webhook secret are stored, so a later start could not repeat the banner even if it wanted to.
  */
 import { join } from "node:path"
-import { Application, WebhookSecret } from "@kassa/core"
+import { Application, Credentials, WebhookSecret } from "@kassa/core"
 import { Console, Effect, Layer, Option, Redacted } from "effect"
 import type { SecureRandom } from "effect/crypto"
 import { HttpServer } from "effect/http"
@@ -16,6 +18,7 @@ import { SqlClient } from "effect/sql"
 import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
 import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import { UserRepository } from "../dashboard/UserRepository.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
 /** What the first start created; the key and secret exist in clear only here. */
@@ -28,39 +31,74 @@ export interface Seeded {
 export const demoName = "Demo shop"
 
 /**
- * Creates the demo application when the database has no application at all; none otherwise, and always none in
- * production. The check and the inserts share one transaction under a table lock, so two processes starting on the
- * same empty database create one demo application between them.
+ * Runs `create` on a first start: outside production, when `table` has no row. The check and `create` share one
+ * transaction under a table lock, so two processes starting on the same empty database create one between them.
  */
+const onFirstStart = <A, R>(table: "applications" | "users", create: Effect.Effect<A, never, R>) =>
+  Effect.gen(function* () {
+    const config = yield* ServerConfig
+    if (config.environment === "production") return Option.none<A>()
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql
+      .withTransaction(
+        Effect.gen(function* () {
+          yield* sql`LOCK TABLE ${sql(table)} IN SHARE ROW EXCLUSIVE MODE`
+          if ((yield* sql`SELECT 1 FROM ${sql(table)} LIMIT 1`).length > 0) return Option.none<A>()
+          return Option.some(yield* create)
+        })
+      )
+      .pipe(Effect.orDie)
+  })
+
+/** Creates the demo application when the database has no application at all (see {@link onFirstStart}). */
 export const seed = Effect.fn("DemoApplication.seed")(function* () {
   const config = yield* ServerConfig
-  if (config.environment === "production") return Option.none<Seeded>()
-  const sql = yield* SqlClient.SqlClient
   const applications = yield* ApplicationRepository
   const keys = yield* ApiKeyRepository
   const random = yield* Effect.context<SecureRandom.SecureRandom>()
-  return yield* sql
-    .withTransaction(
-      Effect.gen(function* () {
-        yield* sql`LOCK TABLE applications IN SHARE ROW EXCLUSIVE MODE`
-        const existing = yield* sql`SELECT 1 FROM applications LIMIT 1`
-        if (existing.length > 0) return Option.none<Seeded>()
-        const webhookSecret = yield* WebhookSecret.generate.pipe(Effect.provide(random))
-        const application = yield* applications.create(
-          {
-            ...Application.defaults,
-            name: demoName,
-            status: "active",
-            // The host name alone matches `return_url`s on any port of it (the core's create rule).
-            return_url_host: new URL(config.baseUrl).hostname
-          },
-          webhookSecret
-        )
-        const testKey = yield* keys.issue(application.id, "test")
-        return Option.some<Seeded>({ application, testKey: testKey.key, webhookSecret })
-      })
-    )
-    .pipe(Effect.orDie)
+  return yield* onFirstStart(
+    "applications",
+    Effect.gen(function* () {
+      const webhookSecret = yield* WebhookSecret.generate.pipe(Effect.provide(random))
+      const application = yield* applications.create(
+        {
+          ...Application.defaults,
+          name: demoName,
+          status: "active",
+          // The host name alone matches `return_url`s on any port of it (the core's create rule).
+          return_url_host: new URL(config.baseUrl).hostname
+        },
+        webhookSecret
+      )
+      const testKey = yield* keys.issue(application.id, "test")
+      return { application, testKey: testKey.key, webhookSecret } satisfies Seeded
+    })
+  )
+})
+
+/** The first dashboard user, with its password in clear this once. */
+export interface SeededAdmin {
+  readonly email: string
+  readonly password: string
+}
+
+export const firstAdminEmail = "admin@kassa.local"
+
+/**
+ * Creates the first operator admin when there is no dashboard user at all (see {@link onFirstStart}); in production
+ * the first user is made with `kassa admin users create` or the operator API.
+ */
+export const seedAdmin = Effect.fn("DemoApplication.seedAdmin")(function* () {
+  const users = yield* UserRepository
+  const random = yield* Effect.context<SecureRandom.SecureRandom>()
+  return yield* onFirstStart(
+    "users",
+    Effect.gen(function* () {
+      const password = yield* Credentials.generatePassword.pipe(Effect.provide(random))
+      yield* users.create({ email: firstAdminEmail, password, operatorAdmin: true }).pipe(Effect.orDie)
+      return { email: firstAdminEmail, password } satisfies SeededAdmin
+    })
+  )
 })
 
 /** Where the admin token came from, for the banner; its value only when this start generated it. */
@@ -81,8 +119,19 @@ export const banner = (options: {
   readonly baseUrl: string
   readonly seeded: Option.Option<Seeded>
   readonly adminToken: AdminTokenSource
+  readonly admin?: Option.Option<SeededAdmin>
 }): string => {
   const { baseUrl, seeded, adminToken } = options
+  const dashboard = Option.match(options.admin ?? Option.none(), {
+    onNone: () => [],
+    onSome: ({ email, password }) => [
+      "",
+      `  Dashboard: ${baseUrl}/dashboard — first operator admin, shown this once:`,
+      "",
+      `    E-mail           ${email}`,
+      `    Password         ${password}`
+    ]
+  })
   const admin =
     adminToken._tag === "Generated"
       ? `${adminToken.token}   (generated on this start, kept in ${adminToken.file})`
@@ -90,11 +139,14 @@ export const banner = (options: {
         ? "from KASSA_ADMIN_TOKEN (not shown)"
         : `kept in ${adminToken.file} (not shown)`
   const lines = Option.match(seeded, {
-    onNone: () => [
-      `  Kassa's admin token was generated on this start. It is shown this once.`,
-      "",
-      `    Admin token      ${admin}`
-    ],
+    onNone: () =>
+      adminToken._tag === "Generated"
+        ? [
+            `  Kassa's admin token was generated on this start. It is shown this once.`,
+            "",
+            `    Admin token      ${admin}`
+          ]
+        : [`  No dashboard user existed: created the first operator admin.`],
     onSome: ({ application, testKey, webhookSecret }) => [
       `  First start on an empty database: created the demo application "${application.name}".`,
       "  Its key and webhook secret are shown this once; copy them now.",
@@ -114,6 +166,7 @@ export const banner = (options: {
     `  Kassa at ${baseUrl}`,
     "",
     ...lines,
+    ...dashboard,
     "",
     `  Operator API: ${baseUrl}/admin/api/v1 with "Authorization: Bearer <admin token>"`,
     rule
@@ -130,14 +183,15 @@ export const layer = Layer.effectDiscard(
     const secrets = yield* ServerSecrets
     const server = yield* HttpServer.HttpServer
     const seeded = yield* seed()
+    const admin = yield* seedAdmin()
     const file = join(config.dataDir, "secrets.json")
     const adminToken: AdminTokenSource = secrets.generatedAdminToken
       ? { _tag: "Generated", token: Redacted.value(secrets.adminToken), file }
       : Option.isSome(config.adminToken)
         ? { _tag: "Environment" }
         : { _tag: "File", file }
-    if (Option.isSome(seeded) || adminToken._tag === "Generated") {
-      yield* Console.log(banner({ baseUrl: config.baseUrl, seeded, adminToken }))
+    if (Option.isSome(seeded) || Option.isSome(admin) || adminToken._tag === "Generated") {
+      yield* Console.log(banner({ baseUrl: config.baseUrl, seeded, adminToken, admin }))
     }
     yield* Console.log(
       `Kassa listening on ${HttpServer.formatAddress(server.address)} (base URL ${config.baseUrl}, ${config.environment})`

@@ -9,7 +9,7 @@
  *   current claim (token compare-and-set); every attempt is recorded, numbered in order under the delivery's row lock.
  */
 import { Ids, type Mode, type WebhookEvent } from "@kassa/core"
-import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { WebhookSecrets } from "../applications/ApplicationRepository.ts"
 import * as SecretBox from "../security/SecretBox.ts"
@@ -18,7 +18,9 @@ import { ServerSecrets } from "../security/ServerSecrets.ts"
 /** `classid` of the dispatchers' advisory locks (`objid` is the owner). "KASS" in ASCII. */
 export const ownerLockClass = 0x4b415353
 
-export type DeliveryStatus = "pending" | "succeeded" | "failed"
+/** Where a delivery stands: still scheduled, delivered, or given up on. */
+export const DeliveryStatus = Schema.Literals(["pending", "succeeded", "failed"])
+export type DeliveryStatus = typeof DeliveryStatus.Type
 export type AttemptKind = "scheduled" | "manual"
 
 /** A delivery claimed for one attempt. */
@@ -127,7 +129,8 @@ type Row = Record<string, unknown>
 
 const toDate = (time: DateTime.Utc) => DateTime.toDateUtc(time)
 const iso = (time: DateTime.Utc | null) => (time === null ? null : DateTime.formatIso(time))
-const utc = (value: unknown): DateTime.Utc => DateTime.fromDateUnsafe(value as Date)
+/** A timestamp as a column (a Date) or inside a JSON aggregate (ISO 8601 text with an offset). */
+const utc = (value: unknown): DateTime.Utc => DateTime.makeUnsafe(value as Date | string)
 const utcOrNull = (value: unknown) => (value === null || value === undefined ? null : utc(value))
 const textOrNull = (value: unknown) => (value === null || value === undefined ? null : String(value))
 
@@ -371,46 +374,32 @@ export class DeliveryRepository extends Context.Service<
           Effect.orDie
         )
 
-      /** Deliveries with their attempts, in the rows' order. */
-      const withAttempts = Effect.fnUntraced(function* (rows: ReadonlyArray<Row>) {
-        const ids = rows.map((row) => String(row.id))
-        const attempts =
-          ids.length === 0
-            ? []
-            : yield* sql`
-                SELECT * FROM delivery_attempts WHERE delivery_id = ANY(${ids}::uuid[]) ORDER BY delivery_id, number
-              `
-        const byDelivery = new Map<string, Array<AttemptView>>()
-        for (const attempt of attempts) {
-          const key = String(attempt.delivery_id)
-          const list = byDelivery.get(key) ?? []
-          list.push(attemptView(attempt))
-          byDelivery.set(key, list)
-        }
-        return rows.map(
-          (row): DeliveryView => ({
-            id: Ids.DeliveryId.make(String(row.id)),
-            event_id: Ids.EventId.make(String(row.event_id)),
-            event: row.event as WebhookEvent.EventName,
-            payment_id: Ids.PaymentId.make(String(row.payment_id)),
-            mode: row.mode as Mode.Mode,
-            status: row.status as DeliveryStatus,
-            next_attempt_at: utcOrNull(row.next_attempt_at),
-            created_at: utc(row.created_at),
-            attempts: byDelivery.get(String(row.id)) ?? []
-          })
-        )
+      /** A delivery row with its attempts (read by the same statement, see selectViews). */
+      const toView = (row: Row): DeliveryView => ({
+        id: Ids.DeliveryId.make(String(row.id)),
+        event_id: Ids.EventId.make(String(row.event_id)),
+        event: row.event as WebhookEvent.EventName,
+        payment_id: Ids.PaymentId.make(String(row.payment_id)),
+        mode: row.mode as Mode.Mode,
+        status: row.status as DeliveryStatus,
+        next_attempt_at: utcOrNull(row.next_attempt_at),
+        created_at: utc(row.created_at),
+        attempts: (row.attempts as ReadonlyArray<Row>).map(attemptView)
       })
 
+      // One statement, so one snapshot: a delivery's status and its attempts always agree. Read by two statements, a
+      // manual success committing between them showed its attempt beside the status from before it.
       const selectViews = sql`
-        SELECT d.id, d.event_id, e.event, e.payment_id, e.mode, d.status, d.next_attempt_at, d.created_at
+        SELECT d.id, d.event_id, e.event, e.payment_id, e.mode, d.status, d.next_attempt_at, d.created_at,
+          coalesce(
+            (SELECT json_agg(a ORDER BY a.number) FROM delivery_attempts a WHERE a.delivery_id = d.id), '[]'::json
+          ) AS attempts
         FROM deliveries d JOIN events e ON e.id = d.event_id
       `
 
       const view = (id: Ids.DeliveryId) =>
         sql`${selectViews} WHERE d.id = ${id}`.pipe(
-          Effect.flatMap(withAttempts),
-          Effect.map((views) => Option.fromNullishOr(views[0])),
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toView)),
           Effect.orDie
         )
 
@@ -435,7 +424,7 @@ export class DeliveryRepository extends Context.Service<
           ORDER BY d.created_at DESC, d.id DESC
           LIMIT ${query.limit + 1}
         `
-        const data = yield* withAttempts(rows.slice(0, query.limit))
+        const data = rows.slice(0, query.limit).map(toView)
         return Option.some<DeliveryPage>({ data, has_more: rows.length > query.limit })
       }, Effect.orDie)
 

@@ -8,7 +8,7 @@
  *   results are written back in batches by one writer fiber. A process that dies leaves its leases to be taken
  *   over: on PostgreSQL at once (its advisory lock went with its connection), otherwise when the lease runs out.
  * - Wake-ups: DeliveryWakeup (in-process after the outbox's commit; LISTEN/NOTIFY on PostgreSQL), with a poll every
- *   {@link pollInterval} as the backstop, which is also how retries come due.
+ *   {@link PollInterval} as the backstop, which is also how retries come due.
  * - Caps: at most {@link globalLimit} attempts in flight per process and {@link perUrlLimit} per webhook URL; a
  *   delivery whose URL is at its cap is handed back at once, and that application's deliveries are left out of the
  *   next claims until a slot frees, so a slow receiver holds only its own slots. Retries may hold at most
@@ -56,8 +56,13 @@ export const retryLimit = 128
 export const batchSize = 100
 /** A claim is taken over after this long, whatever its owner is doing (10 s attempt + write-back, with room). */
 export const leaseDuration: Duration.Duration = Duration.seconds(60)
-/** The polling backstop: how late a retry can be, or a first attempt whose wake-up was lost. */
-export const pollInterval: Duration.Duration = Duration.seconds(1)
+/**
+ * The polling backstop: how late a retry can be, or a first attempt whose wake-up was lost. A reference rather than a
+ * constant so that a test can stretch it and show that first attempts come from the wake-up, not from the poll.
+ */
+export const PollInterval = Context.Reference<Duration.Duration>("@kassa/server/webhooks/Dispatcher/PollInterval", {
+  defaultValue: () => Duration.seconds(1)
+})
 // After a full claim, the loop waits for this many free slots before claiming again (fewer, larger claims).
 const refill = globalLimit / 8
 
@@ -133,6 +138,7 @@ export class Dispatcher extends Context.Service<
       const mac = yield* Mac.Mac
       const onPostgres = Option.isSome(config.databaseUrl)
       const owner = yield* Random.nextIntBetween(1, 2_147_483_647)
+      const pollInterval = yield* PollInterval
 
       /** Makes one attempt of `delivery` to `target` (URL and secrets as read for it), started at `clock`'s time. */
       const attempt = Effect.fnUntraced(function* (

@@ -101,6 +101,48 @@ export const query = (
     })
   )
 
+/** A promise and the function that settles it (the compile target predates Promise.withResolvers). */
+const signal = () => {
+  let resolve: () => void = () => {}
+  const promise = new Promise<void>((settle) => {
+    resolve = settle
+  })
+  return { promise, resolve: () => resolve() }
+}
+
+/**
+ * Takes the payment's row lock in another transaction (as a concurrent writer would) and holds it until `release`.
+ * Resolves only once the lock is held, so the test never guesses with a sleep how long taking it takes (on a slow
+ * machine a fixed wait was too short). PostgreSQL only: the embedded database has one connection.
+ */
+export const holdRowLock = async (server: RunningServer, paymentId: string) => {
+  const held = signal()
+  const letGo = signal()
+  const done = server.run(
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.withTransaction(
+        Effect.gen(function* () {
+          yield* sql`SELECT id FROM payments WHERE id = ${paymentId} FOR UPDATE`
+          held.resolve()
+          yield* Effect.promise(() => letGo.promise)
+        })
+      )
+    }).pipe(Effect.orDie)
+  )
+  await Promise.race([held.promise, done])
+  let released = false
+  return {
+    /** Whether the lock has been let go yet. */
+    isHeld: () => !released,
+    release: async () => {
+      released = true
+      letGo.resolve()
+      await done
+    }
+  }
+}
+
 /** Moves a payment's expiry into the past, as if its lifetime had run out. */
 export const expireInDatabase = (server: RunningServer, id: string) =>
   query(server, (sql) => sql`UPDATE payments SET expires_at = now() - interval '1 second' WHERE id = ${id}`)

@@ -7,7 +7,7 @@
 import { type AddressInfo, connect, createServer } from "node:net"
 import { PgClient } from "@effect/sql-pg"
 import { Application } from "@kassa/core"
-import type { Context } from "effect"
+import type { Context, Duration } from "effect"
 import { Effect, Exit, Layer, type LogLevel, Option, Redacted, References, Scope } from "effect"
 import type { HttpServer } from "effect/http"
 import { ApiKeyRepository } from "../../src/applications/ApiKeyRepository.ts"
@@ -18,6 +18,7 @@ import {
 } from "../../src/applications/ApplicationRepository.ts"
 import { ServerConfig, type ServerSettings } from "../../src/config/ServerConfig.ts"
 import * as KassaServer from "../../src/KassaServer.ts"
+import { PollInterval } from "../../src/webhooks/Dispatcher.ts"
 
 export type DatabaseKind = "pglite" | "postgres"
 
@@ -97,7 +98,11 @@ export const adminToken = "test-admin-token-0123456789abcdef"
 export const startServer = async (
   database: DatabaseKind,
   overrides: Partial<ServerSettings> = {},
-  options: { readonly logLevel?: LogLevel.LogLevel } = {}
+  options: {
+    readonly logLevel?: LogLevel.LogLevel
+    /** The delivery engine's polling backstop (1 s in production). */
+    readonly pollInterval?: Duration.Duration
+  } = {}
 ): Promise<RunningServer> => {
   const port = await freePort()
   const dbName = `kassa_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
@@ -120,8 +125,9 @@ export const startServer = async (
   // Request lines of every test server would drown the test output: warnings and errors only, unless a test
   // is about what gets logged.
   const quiet = Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Warn")
+  const poll = options.pollInterval === undefined ? Layer.empty : Layer.succeed(PollInterval, options.pollInterval)
   const context = (await Effect.runPromise(
-    Layer.buildWithScope(KassaServer.layer.pipe(Layer.provide(config), Layer.provide(quiet)), scope)
+    Layer.buildWithScope(KassaServer.layer.pipe(Layer.provide(config), Layer.provide(Layer.merge(quiet, poll))), scope)
   )) as Context.Context<ServerServices | HttpServer.HttpServer>
   const run = <A, E>(effect: Effect.Effect<A, E, ServerServices>) => Effect.runPromise(Effect.provide(effect, context))
   const baseUrl = `http://127.0.0.1:${port}`

@@ -1,0 +1,167 @@
+/**
+ * Read-only queries behind an application's dashboard pages (issue #6) that the repositories do not answer: the
+ * overview's counts, the payments list across both modes with its filters, a payment's events with their deliveries,
+ * and who requested each live refund. Every query is scoped to one application, so an id of another application's
+ * object finds nothing. Nothing here writes: changes go through the services (Payments, repositories).
+ */
+import { Ids, type Mode, type Payment, type WebhookEvent } from "@kassa/core"
+import { DateTime, Effect, Option } from "effect"
+import type { SqlClient } from "effect/sql"
+import type { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
+import * as PaymentSearch from "./PaymentSearch.ts"
+
+const utc = (value: unknown): DateTime.Utc => DateTime.makeUnsafe(value as Date)
+const utcOrNull = (value: unknown) => (value === null || value === undefined ? null : utc(value))
+const textOrNull = (value: unknown) => (value === null || value === undefined ? null : String(value))
+
+/** Counts of one mode for the overview. */
+export interface ModeCounts {
+  /** Payments created in the period. */
+  readonly payments: number
+  /** Of those, the ones that were paid (also if refunded since). */
+  readonly paid: number
+  /** Deliveries created in the period that failed for good. */
+  readonly failedDeliveries: number
+  /** Deliveries still being retried after a failed attempt. */
+  readonly retryingDeliveries: number
+}
+
+export interface Overview {
+  readonly test: ModeCounts
+  readonly live: ModeCounts
+}
+
+/** A row of the payments list. */
+export type PaymentRow = PaymentSearch.PaymentSummary
+
+export interface PaymentFilter {
+  readonly mode?: Mode.Mode | undefined
+  readonly status?: Payment.PaymentStatus | undefined
+  readonly orderReference?: string | undefined
+  /** The next page: payments older than this one. */
+  readonly startingAfter?: Ids.PaymentId | undefined
+  readonly limit: number
+}
+
+export type PaymentRows = PaymentSearch.PaymentPage
+
+/** One event of a payment with its delivery and that delivery's latest attempt. */
+export interface TimelineEntry {
+  readonly eventId: string
+  readonly event: WebhookEvent.EventName
+  readonly createdAt: DateTime.Utc
+  readonly delivery: {
+    readonly id: Ids.DeliveryId
+    readonly status: DeliveryStatus
+    readonly attempts: number
+    readonly nextAttemptAt: DateTime.Utc | null
+    readonly lastStatus: number | null
+    readonly lastError: string | null
+  } | null
+}
+
+/** The queries over one SQL client (the server's pool). */
+export const make = (sql: SqlClient.SqlClient) => {
+  const overview = Effect.fn("ApplicationQueries.overview")(function* (
+    applicationId: Ids.ApplicationId,
+    since: DateTime.Utc
+  ) {
+    const from = DateTime.toDateUtc(since)
+    const payments = yield* sql`
+      SELECT mode, count(*)::int AS payments,
+        count(*) FILTER (WHERE status IN ('paid', 'partially_refunded', 'refunded'))::int AS paid
+      FROM payments WHERE application_id = ${applicationId} AND created_at >= ${from}
+      GROUP BY mode
+    `
+    const deliveries = yield* sql`
+      SELECT e.mode,
+        count(*) FILTER (WHERE d.status = 'failed' AND d.created_at >= ${from})::int AS failed,
+        count(*) FILTER (WHERE d.status = 'pending' AND d.attempt_count > 0)::int AS retrying
+      FROM deliveries d JOIN events e ON e.id = d.event_id
+      WHERE d.application_id = ${applicationId} AND (d.created_at >= ${from} OR d.status = 'pending')
+      GROUP BY e.mode
+    `
+    const counts = (mode: Mode.Mode): ModeCounts => {
+      const p = payments.find((row) => row.mode === mode)
+      const d = deliveries.find((row) => row.mode === mode)
+      return {
+        payments: Number(p?.payments ?? 0),
+        paid: Number(p?.paid ?? 0),
+        failedDeliveries: Number(d?.failed ?? 0),
+        retryingDeliveries: Number(d?.retrying ?? 0)
+      }
+    }
+    return { test: counts("test"), live: counts("live") } satisfies Overview
+  }, Effect.orDie)
+
+  /** Newest first, both modes unless one is asked for. An unknown `startingAfter` starts from the newest. */
+  const payments = (applicationId: Ids.ApplicationId, filter: PaymentFilter): Effect.Effect<PaymentRows> =>
+    PaymentSearch.search(sql)({ ...filter, applicationId })
+
+  /** The mode of one of the application's payments; none for another application's or an unknown id. */
+  const paymentMode = (applicationId: Ids.ApplicationId, paymentId: Ids.PaymentId) =>
+    sql`SELECT mode FROM payments WHERE id = ${paymentId} AND application_id = ${applicationId}`.pipe(
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.mode as Mode.Mode)),
+      Effect.orDie
+    )
+
+  /** A payment's events, oldest first, each with its delivery and the delivery's latest attempt. */
+  const timeline = Effect.fn("ApplicationQueries.timeline")(function* (
+    applicationId: Ids.ApplicationId,
+    paymentId: Ids.PaymentId
+  ) {
+    const rows = yield* sql`
+      SELECT e.id AS event_id, e.event, e.created_at, d.id AS delivery_id, d.status AS delivery_status,
+        d.next_attempt_at, last.response_status, last.error, coalesce(last.number, 0) AS attempts
+      FROM events e
+      LEFT JOIN deliveries d ON d.event_id = e.id
+      LEFT JOIN LATERAL (
+        SELECT a.number, a.response_status, a.error FROM delivery_attempts a
+        WHERE a.delivery_id = d.id ORDER BY a.number DESC LIMIT 1
+      ) last ON true
+      WHERE e.payment_id = ${paymentId} AND e.application_id = ${applicationId}
+      ORDER BY e.created_at, e.id
+    `
+    return rows.map(
+      (row): TimelineEntry => ({
+        eventId: String(row.event_id),
+        event: row.event as WebhookEvent.EventName,
+        createdAt: utc(row.created_at),
+        delivery:
+          row.delivery_id === null
+            ? null
+            : {
+                id: Ids.DeliveryId.make(String(row.delivery_id)),
+                status: row.delivery_status as DeliveryStatus,
+                attempts: Number(row.attempts),
+                nextAttemptAt: utcOrNull(row.next_attempt_at),
+                lastStatus: row.response_status === null ? null : Number(row.response_status),
+                lastError: textOrNull(row.error)
+              }
+      })
+    )
+  }, Effect.orDie)
+
+  /** Who requested each of a payment's refunds from the dashboard (refund id → e-mail address). */
+  const refundRequesters = (paymentId: Ids.PaymentId) =>
+    sql`
+      SELECT r.id, u.email FROM refunds r JOIN users u ON u.id = r.requested_by WHERE r.payment_id = ${paymentId}
+    `.pipe(
+      Effect.map((rows) => new Map(rows.map((row) => [String(row.id), String(row.email)] as const))),
+      Effect.orDie
+    )
+
+  /** The exact body of a delivery's event (what every attempt sends). */
+  const eventBody = (applicationId: Ids.ApplicationId, deliveryId: Ids.DeliveryId) =>
+    sql`
+      SELECT e.body FROM deliveries d JOIN events e ON e.id = d.event_id
+      WHERE d.id = ${deliveryId} AND d.application_id = ${applicationId}
+    `.pipe(
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => String(row.body))),
+      Effect.orDie
+    )
+
+  return { overview, payments, paymentMode, timeline, refundRequesters, eventBody }
+}
+
+export type ApplicationQueries = ReturnType<typeof make>

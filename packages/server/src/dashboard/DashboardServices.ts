@@ -1,0 +1,11 @@
+/** The dashboards' services: users, sessions, the audit log, and the guard every dashboard route goes through. */
+import { Layer } from "effect"
+import { AuditLog } from "./AuditLog.ts"
+import { DashboardGuard } from "./DashboardGuard.ts"
+import { SessionStore } from "./SessionStore.ts"
+import { UserRepository } from "./UserRepository.ts"
+
+export const layer = DashboardGuard.layer.pipe(
+  Layer.provideMerge(SessionStore.layer),
+  Layer.provideMerge(Layer.mergeAll(UserRepository.layer, AuditLog.layer))
+)

@@ -1,0 +1,691 @@
+/**
+ * The operator's pages under `/dashboard/operator` (issue #6 §2, §4), for operator admins only (anyone else gets
+ * 404): applications (search, create with the webhook secret shown once, status changes, settings, keys, members),
+ * every application's webhook deliveries and payments, the dashboard users, and the audit log.
+ *
+ * Handlers are thin: read the request, call the repositories, render, audit. Settings are checked by the operator
+ * API's own schemas and rules (OperatorSchemas, `settingsRuleErrors`), so the form and the API accept the same
+ * values. Every post passes the guard's CSRF check, is recorded in the audit log (never with a secret), and, unless it
+ * shows a secret, redirects (303) to a page with a notice from a fixed list.
+ */
+import {
+  Application,
+  ApplicationLifecycle,
+  Ids,
+  Mode,
+  Payment,
+  RequestValidation,
+  WebhookEvent,
+  WebhookSecret
+} from "@kassa/core"
+import { DateTime, Effect, Layer, Option, Result, Schema } from "effect"
+import type { SecureRandom } from "effect/crypto"
+import { HttpRouter, type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
+import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
+import {
+  ApplicationRepository,
+  parseApplicationId,
+  type StoredApplication,
+  toApplication
+} from "../applications/ApplicationRepository.ts"
+import { ServerConfig } from "../config/ServerConfig.ts"
+import { settingsRuleErrors } from "../operator/OperatorHandlers.ts"
+import { CreateApplicationBody, CreateUserBody, UpdateApplicationBody } from "../operator/OperatorSchemas.ts"
+import { emptyMemberForm } from "../pages/dashboard/ApplicationMembers.ts"
+import { respondPage } from "../pages/dashboard/DashboardLayout.ts"
+import {
+  type ApplicationDetail,
+  applicationCreatedPage,
+  applicationPage,
+  applicationsPage,
+  keyIssuedPage,
+  newApplicationPage,
+  type SettingsValues,
+  type StatusAction,
+  settingsValuesOf
+} from "../pages/dashboard/OperatorApplicationViews.ts"
+import {
+  auditPage,
+  deliveriesPage,
+  type FieldMessages,
+  paymentsPage,
+  usersPage
+} from "../pages/dashboard/OperatorViews.ts"
+import { Payments } from "../payments/Payments.ts"
+import { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
+import { AuditLog } from "./AuditLog.ts"
+import { DashboardGuard, notFoundPage, type Posted, type Signed } from "./DashboardGuard.ts"
+import { membershipSet, readMemberForm } from "./MemberForm.ts"
+import { OperatorQueries } from "./OperatorQueries.ts"
+import * as PaymentSearch from "./PaymentSearch.ts"
+import * as QueryFilters from "./QueryFilters.ts"
+import { parseUserId, UserRepository } from "./UserRepository.ts"
+
+const base = "/dashboard/operator"
+const applicationsPath = `${base}/applications`
+
+export const routes = [
+  { method: "GET", path: "/dashboard/operator" },
+  { method: "GET", path: "/dashboard/operator/applications" },
+  { method: "POST", path: "/dashboard/operator/applications" },
+  { method: "GET", path: "/dashboard/operator/applications/new" },
+  { method: "GET", path: "/dashboard/operator/applications/:id" },
+  { method: "POST", path: "/dashboard/operator/applications/:id/status" },
+  { method: "POST", path: "/dashboard/operator/applications/:id/settings" },
+  { method: "POST", path: "/dashboard/operator/applications/:id/keys" },
+  { method: "POST", path: "/dashboard/operator/applications/:id/members" },
+  { method: "POST", path: "/dashboard/operator/applications/:id/members/remove" },
+  { method: "GET", path: "/dashboard/operator/deliveries" },
+  { method: "GET", path: "/dashboard/operator/payments" },
+  { method: "GET", path: "/dashboard/operator/users" },
+  { method: "POST", path: "/dashboard/operator/users" },
+  { method: "GET", path: "/dashboard/operator/audit" }
+] as const
+
+/** Page size of the deliveries, payments and audit lists. */
+export const pageSize = 50
+
+/** The messages a `?notice=` code may show: fixed text, never the request's. */
+const notices: ReadonlyMap<string, string> = new Map([
+  ["approved", "The application is approved: its API keys work now."],
+  ["reactivated", "The application is active again: its API keys work."],
+  ["suspended", "The application is suspended: its API keys are refused."],
+  ["disabled", "The application is disabled: its API keys are refused."],
+  ["settings_saved", "The settings are saved."],
+  ["settings_unchanged", "Nothing to save: the settings were already like this."],
+  ["member_saved", "The member is saved."],
+  ["member_removed", "The member is removed."],
+  ["user_created", "The user is created and can sign in now."]
+])
+
+const noticeOf = (signed: Signed) => {
+  const code = signed.query.get("notice")
+  return code === null ? undefined : notices.get(code)
+}
+
+/** How the dashboard presents each of the core's status moves (ApplicationLifecycle decides which are open). */
+const moveViews: Record<ApplicationLifecycle.Move, Omit<StatusAction, "status"> & { readonly action: string }> = {
+  approve: { label: "Approve", kind: "primary", action: "approved" },
+  reactivate: { label: "Reactivate", kind: "primary", action: "reactivated" },
+  suspend: { label: "Suspend", kind: "danger", action: "suspended" },
+  disable: { label: "Disable", kind: "danger", action: "disabled" }
+}
+
+const transitionsFrom = (status: Application.ApplicationStatus) =>
+  ApplicationLifecycle.available(status).map((move) => ({
+    ...moveViews[move],
+    move,
+    status: ApplicationLifecycle.moves[move].to,
+    notice: moveViews[move].action
+  }))
+
+const settingNames = [
+  "name",
+  "methods",
+  "currencies",
+  "locale",
+  "min_amount",
+  "max_amount",
+  "return_url_host",
+  "webhook_url",
+  "ip_allowlist",
+  "payment_ttl_seconds",
+  "rate_limit_per_minute"
+] as const satisfies ReadonlyArray<keyof SettingsValues>
+
+const integerSettings = ["min_amount", "max_amount", "payment_ttl_seconds", "rate_limit_per_minute"] as const
+
+const commaList = (text: string) =>
+  text
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0)
+
+const lineList = (text: string) =>
+  text
+    .split(/\r?\n/)
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0)
+
+/**
+ * The settings form as the operator API's body: lists split, empty optional fields null, numbers parsed. A number
+ * field that is not a whole number is reported here and left out of the body.
+ */
+const readSettings = (posted: Posted) => {
+  const values = Object.fromEntries(settingNames.map((name) => [name, posted.value(name)])) as unknown as SettingsValues
+  const body: Record<string, unknown> = {
+    name: values.name,
+    methods: commaList(values.methods),
+    currencies: commaList(values.currencies),
+    locale: values.locale,
+    return_url_host: values.return_url_host.length === 0 ? null : values.return_url_host,
+    webhook_url: values.webhook_url.length === 0 ? null : values.webhook_url,
+    ip_allowlist: lineList(values.ip_allowlist)
+  }
+  const errors: Record<string, Array<string>> = {}
+  for (const name of integerSettings) {
+    if (/^-?[0-9]+$/.test(values[name])) body[name] = Number(values[name])
+    else errors[name] = [`${name} must be a whole number`]
+  }
+  return { values, body, errors }
+}
+
+/**
+ * Field errors of a `validation_failed`, one message per form field: an entry of a list (`ip_allowlist.2`) is
+ * reported on the list's field, naming the entry.
+ */
+const collectErrors = (
+  into: Record<string, Array<string>>,
+  fields: Readonly<Record<string, ReadonlyArray<string>>>,
+  body: Readonly<Record<string, unknown>>
+) => {
+  for (const [path, messages] of Object.entries(fields)) {
+    const [name = path, index] = path.split(".")
+    const entry = index === undefined ? undefined : (body[name] as ReadonlyArray<unknown> | undefined)?.[Number(index)]
+    const list = into[name] ?? []
+    for (const message of messages) list.push(entry === undefined ? message : `${String(entry)}: ${message}`)
+    into[name] = list
+  }
+  return into
+}
+
+const joined = (errors: Readonly<Record<string, ReadonlyArray<string>>>): FieldMessages =>
+  Object.fromEntries(Object.entries(errors).map(([name, messages]) => [name, [...new Set(messages)].join(" ")]))
+
+/** What a settings form changes, by name (values are left out: a webhook URL may carry a token). */
+const changedSettings = (current: StoredApplication, next: Readonly<Record<string, unknown>>) =>
+  Object.keys(next).filter(
+    (name) => JSON.stringify(next[name]) !== JSON.stringify(current[name as keyof StoredApplication])
+  )
+
+const isStatus = Schema.is(Application.ApplicationStatus)
+const isMode = Schema.is(Mode.Mode)
+const parsePaymentId = Schema.decodeUnknownOption(Ids.PaymentId)
+const parseDeliveryId = Schema.decodeUnknownOption(Ids.DeliveryId)
+
+const param = (signed: Signed, name: string, max = 200) => QueryFilters.param(signed.query, name, max)
+
+const toDate = (value: DateTime.Utc) => new Date(DateTime.toEpochMillis(value))
+
+type Response = HttpServerResponse.HttpServerResponse
+
+const redirect = (location: string) => HttpServerResponse.redirect(location, { status: 303 })
+
+export const layer = Layer.unwrap(
+  Effect.gen(function* () {
+    const guard = yield* DashboardGuard
+    const applications = yield* ApplicationRepository
+    const keys = yield* ApiKeyRepository
+    const users = yield* UserRepository
+    const audit = yield* AuditLog
+    const queries = yield* OperatorQueries
+    const paymentService = yield* Payments
+    const config = yield* ServerConfig
+    const random = yield* Effect.context<SecureRandom.SecureRandom>()
+    const production = config.environment === "production"
+    const newSecret = WebhookSecret.generate.pipe(Effect.provide(random))
+
+    const choices = applications.list.pipe(
+      Effect.map((all) => all.map((application) => ({ id: application.id, name: application.name })))
+    )
+
+    /** Runs `f` for an operator admin with the application of the path (404 when there is none). */
+    const withApplication = <E, R>(
+      request: HttpServerRequest.HttpServerRequest,
+      f: (signed: Signed, application: StoredApplication) => Effect.Effect<Response, E, R>
+    ) =>
+      guard.operator(request, (signed) =>
+        Effect.gen(function* () {
+          const params = yield* HttpRouter.params
+          const id = parseApplicationId(params.id ?? "")
+          if (Option.isNone(id)) return notFoundPage()
+          const found = yield* applications.find(id.value)
+          if (Option.isNone(found)) return notFoundPage()
+          return yield* f(signed, found.value)
+        })
+      )
+
+    /** Runs `f` for an operator admin's form post that passed the CSRF check. */
+    const posted = <E, R>(
+      request: HttpServerRequest.HttpServerRequest,
+      f: (signed: Signed, posted: Posted, application: StoredApplication) => Effect.Effect<Response, E, R>
+    ) => withApplication(request, (signed, application) => guard.form(signed, (form) => f(signed, form, application)))
+
+    const detail = Effect.fn("OperatorPages.detail")(function* (
+      signed: Signed,
+      application: StoredApplication,
+      extra: Partial<Pick<ApplicationDetail, "settings" | "member" | "problem">> = {},
+      status = 200
+    ) {
+      const page: ApplicationDetail = {
+        viewer: signed.viewer,
+        notice: noticeOf(signed),
+        application: toApplication(application),
+        actions: transitionsFrom(application.status),
+        keys: yield* keys.list(application.id),
+        members: yield* users.members(application.id),
+        settings: { values: settingsValuesOf(application), errors: {} },
+        member: emptyMemberForm,
+        ...extra
+      }
+      return respondPage(applicationPage(page), status)
+    })
+
+    // ---- Applications ----------------------------------------------------------------------------------------
+
+    const list = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) =>
+        Effect.gen(function* () {
+          const all = yield* applications.list
+          const q = param(signed, "q")
+          const status = param(signed, "status")
+          const needle = q.toLowerCase()
+          const found = all
+            .filter((application) => !isStatus(status) || application.status === status)
+            .filter(
+              (application) =>
+                needle.length === 0 ||
+                application.name.toLowerCase().includes(needle) ||
+                application.id.startsWith(needle)
+            )
+            .reverse()
+          return respondPage(
+            applicationsPage({
+              viewer: signed.viewer,
+              notice: noticeOf(signed),
+              q,
+              status: isStatus(status) ? status : "",
+              statuses: Application.ApplicationStatus.literals,
+              total: all.length,
+              applications: found.map((application) => ({
+                id: application.id,
+                name: application.name,
+                status: application.status,
+                currencies: application.currencies,
+                createdAt: toDate(application.created_at)
+              }))
+            })
+          )
+        })
+      )
+
+    const newForm = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) =>
+        Effect.succeed(
+          respondPage(
+            newApplicationPage({
+              viewer: signed.viewer,
+              values: settingsValuesOf({ ...Application.defaults, name: "" }),
+              errors: {}
+            })
+          )
+        )
+      )
+
+    const create = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) =>
+        guard.form(signed, (form) =>
+          Effect.gen(function* () {
+            const { values, body, errors } = readSettings(form)
+            const decoded = RequestValidation.validate(CreateApplicationBody)(body)
+            if (Result.isFailure(decoded)) collectErrors(errors, decoded.failure.fields, body)
+            else if (Object.keys(errors).length === 0)
+              collectErrors(
+                errors,
+                settingsRuleErrors(decoded.success, { ...Application.defaults, ...decoded.success }, production),
+                body
+              )
+            if (Result.isFailure(decoded) || Object.keys(errors).length > 0)
+              return respondPage(newApplicationPage({ viewer: signed.viewer, values, errors: joined(errors) }), 422)
+            const input = { ...Application.defaults, ...decoded.success }
+            const webhookSecret = yield* newSecret
+            const created = yield* applications.create(input, webhookSecret)
+            yield* audit.record(signed.actor, {
+              action: "application.created",
+              applicationId: created.id,
+              target: created.id,
+              details: { name: created.name, status: created.status }
+            })
+            return respondPage(
+              applicationCreatedPage({ viewer: signed.viewer, application: toApplication(created), webhookSecret }),
+              201
+            )
+          })
+        )
+      )
+
+    const show = (request: HttpServerRequest.HttpServerRequest) =>
+      withApplication(request, (signed, application) => detail(signed, application))
+
+    const changeStatus = (request: HttpServerRequest.HttpServerRequest) =>
+      posted(request, (signed, form, application) =>
+        Effect.gen(function* () {
+          const wanted = form.value("status")
+          const transition = transitionsFrom(application.status).find((candidate) => candidate.status === wanted)
+          if (transition === undefined)
+            return yield* detail(
+              signed,
+              application,
+              {
+                problem: isStatus(wanted)
+                  ? `The application is ${application.status.replace(/_/g, " ")}; it cannot become ${wanted.replace(/_/g, " ")} from there.`
+                  : "That is not an application status."
+              },
+              409
+            )
+          if (!(yield* applications.changeStatus(application.id, application.status, transition.status))) {
+            const current = yield* applications.find(application.id)
+            return yield* detail(
+              signed,
+              Option.getOrElse(current, () => application),
+              { problem: "Someone else changed this application's status just now. Check it and try again." },
+              409
+            )
+          }
+          yield* audit.record(signed.actor, {
+            action: `application.${transition.action}`,
+            applicationId: application.id,
+            target: application.id,
+            details: { from: application.status, to: transition.status }
+          })
+          return redirect(`${applicationsPath}/${application.id}?notice=${transition.notice}`)
+        })
+      )
+
+    const saveSettings = (request: HttpServerRequest.HttpServerRequest) =>
+      posted(request, (signed, form, application) =>
+        Effect.gen(function* () {
+          const { values, body, errors } = readSettings(form)
+          const decoded = RequestValidation.validate(UpdateApplicationBody)(body)
+          if (Result.isFailure(decoded)) collectErrors(errors, decoded.failure.fields, body)
+          else if (Object.keys(errors).length === 0)
+            collectErrors(
+              errors,
+              settingsRuleErrors(decoded.success, { ...application, ...decoded.success }, production),
+              body
+            )
+          if (Result.isFailure(decoded) || Object.keys(errors).length > 0)
+            return yield* detail(signed, application, { settings: { values, errors: joined(errors) } }, 422)
+          const changed = changedSettings(application, decoded.success)
+          if (changed.length === 0) return redirect(`${applicationsPath}/${application.id}?notice=settings_unchanged`)
+          yield* applications.update(application.id, decoded.success)
+          yield* audit.record(signed.actor, {
+            action: "application.settings_updated",
+            applicationId: application.id,
+            target: application.id,
+            details: { changed }
+          })
+          return redirect(`${applicationsPath}/${application.id}?notice=settings_saved`)
+        })
+      )
+
+    const issueKey = (request: HttpServerRequest.HttpServerRequest) =>
+      posted(request, (signed, form, application) =>
+        Effect.gen(function* () {
+          const mode = form.value("mode")
+          if (!isMode(mode))
+            return yield* detail(signed, application, { problem: "A key is either a test or a live key." }, 422)
+          const issued = yield* keys.issue(application.id, mode)
+          yield* audit.record(signed.actor, {
+            action: "api_key.issued",
+            applicationId: application.id,
+            target: issued.id,
+            details: { mode, display: issued.display }
+          })
+          return respondPage(
+            keyIssuedPage({ viewer: signed.viewer, application: toApplication(application), mode, key: issued.key }),
+            201
+          )
+        })
+      )
+
+    const addMember = (request: HttpServerRequest.HttpServerRequest) =>
+      posted(request, (signed, form, application) =>
+        Effect.gen(function* () {
+          const read = yield* readMemberForm(users, form, "Create the user first.")
+          if (Result.isFailure(read)) return yield* detail(signed, application, { member: read.failure }, 422)
+          const { user, role } = read.success
+          const previous = yield* users.roleIn(user.id, application.id)
+          yield* users.setRole(user.id, application.id, role)
+          yield* audit.record(signed.actor, membershipSet(application.id, user, role, previous))
+          return redirect(`${applicationsPath}/${application.id}?notice=member_saved`)
+        })
+      )
+
+    const removeMember = (request: HttpServerRequest.HttpServerRequest) =>
+      posted(request, (signed, form, application) =>
+        Effect.gen(function* () {
+          const userId = parseUserId(form.value("user_id"))
+          const user = Option.isNone(userId) ? Option.none() : yield* users.find(userId.value)
+          if (Option.isNone(user)) return notFoundPage()
+          if (yield* users.removeMembership(user.value.id, application.id))
+            yield* audit.record(signed.actor, {
+              action: "membership.removed",
+              applicationId: application.id,
+              target: user.value.id,
+              details: { email: user.value.email }
+            })
+          return redirect(`${applicationsPath}/${application.id}?notice=member_removed`)
+        })
+      )
+
+    // ---- Across applications -----------------------------------------------------------------------------------
+
+    const deliveries = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) =>
+        Effect.gen(function* () {
+          const application = parseApplicationId(param(signed, "application"))
+          const status = QueryFilters.deliveryStatus(signed.query, "status")
+          const event = QueryFilters.eventName(signed.query, "event")
+          const mode = QueryFilters.mode(signed.query, "mode")
+          const page = yield* queries.deliveries({
+            limit: pageSize,
+            applicationId: Option.getOrUndefined(application),
+            status,
+            event,
+            mode,
+            startingAfter: Option.getOrUndefined(parseDeliveryId(param(signed, "starting_after")))
+          })
+          const last = page.rows.at(-1)
+          return respondPage(
+            deliveriesPage({
+              viewer: signed.viewer,
+              filters: {
+                application: Option.getOrElse(application, () => ""),
+                status: status ?? "",
+                event: event ?? "",
+                mode: mode ?? ""
+              },
+              applications: yield* choices,
+              statuses: DeliveryStatus.literals,
+              events: WebhookEvent.EventName.literals,
+              modes: Mode.Mode.literals,
+              deliveries: page.rows,
+              next: page.hasMore && last !== undefined ? last.id : null
+            })
+          )
+        })
+      )
+
+    const payments = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) =>
+        Effect.gen(function* () {
+          const paymentIdText = param(signed, "payment_id").toLowerCase()
+          const paymentId = parsePaymentId(paymentIdText)
+          const reference = param(signed, "order_reference", 255)
+          const match = param(signed, "match") === "prefix" ? "prefix" : "exact"
+          const application = parseApplicationId(param(signed, "application"))
+          const status = QueryFilters.paymentStatus(signed.query, "status")
+          const mode = QueryFilters.mode(signed.query, "mode")
+          const badId = paymentIdText.length > 0 && Option.isNone(paymentId)
+          if (!badId)
+            yield* PaymentSearch.expireListed(paymentService, {
+              applicationId: Option.getOrUndefined(application),
+              mode
+            })
+          const page = badId
+            ? { rows: [], hasMore: false }
+            : yield* queries.payments({
+                limit: pageSize,
+                paymentId: Option.getOrUndefined(paymentId),
+                orderReference: reference.length === 0 ? undefined : reference,
+                prefix: match === "prefix",
+                applicationId: Option.getOrUndefined(application),
+                status,
+                mode,
+                startingAfter: Option.getOrUndefined(parsePaymentId(param(signed, "starting_after")))
+              })
+          const last = page.rows.at(-1)
+          return respondPage(
+            paymentsPage({
+              viewer: signed.viewer,
+              filters: {
+                payment_id: paymentIdText,
+                order_reference: reference,
+                match,
+                application: Option.getOrElse(application, () => ""),
+                status: status ?? "",
+                mode: mode ?? ""
+              },
+              errors: badId ? { payment_id: "A payment id is a UUID, like 7d4f0c7e-1b2a-4c3d-9e8f-0a1b2c3d4e5f." } : {},
+              applications: yield* choices,
+              statuses: Payment.PaymentStatus.literals,
+              modes: Mode.Mode.literals,
+              payments: page.rows,
+              next: page.hasMore && last !== undefined ? last.id : null
+            })
+          )
+        })
+      )
+
+    // ---- Users -------------------------------------------------------------------------------------------------
+
+    const showUsers = Effect.fn("OperatorPages.users")(function* (
+      signed: Signed,
+      form: { readonly email: string; readonly operatorAdmin: boolean; readonly errors: FieldMessages },
+      status = 200
+    ) {
+      const all = yield* users.list
+      const memberships = yield* users.allMemberships
+      return respondPage(
+        usersPage({
+          viewer: signed.viewer,
+          notice: noticeOf(signed),
+          form,
+          users: all.map((user) => ({
+            id: user.id,
+            email: user.email,
+            operatorAdmin: user.operatorAdmin,
+            lastLoginAt: user.lastLoginAt === null ? null : toDate(user.lastLoginAt),
+            createdAt: toDate(user.createdAt),
+            memberships: memberships.filter((membership) => membership.userId === user.id)
+          }))
+        }),
+        status
+      )
+    })
+
+    const usersList = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) => showUsers(signed, { email: "", operatorAdmin: false, errors: {} }))
+
+    const createUser = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) =>
+        guard.form(signed, (form) =>
+          Effect.gen(function* () {
+            const email = form.value("email").slice(0, 300)
+            const operatorAdmin = form.value("operator_admin").length > 0
+            // The password as typed: spaces count (the policy is length only).
+            const password = Option.getOrElse(UrlParams.getFirst(form.form, "password"), () => "")
+            const decoded = RequestValidation.validate(CreateUserBody)({
+              email,
+              password,
+              operator_admin: operatorAdmin
+            })
+            if (Result.isFailure(decoded))
+              return yield* showUsers(
+                signed,
+                { email, operatorAdmin, errors: joined(collectErrors({}, decoded.failure.fields, {})) },
+                422
+              )
+            const created = yield* users
+              .create({ email: decoded.success.email, password: decoded.success.password, operatorAdmin })
+              .pipe(Effect.option)
+            if (Option.isNone(created))
+              return yield* showUsers(
+                signed,
+                { email, operatorAdmin, errors: { email: "A user with this e-mail address exists." } },
+                422
+              )
+            yield* audit.record(signed.actor, {
+              action: "user.created",
+              target: created.value.id,
+              details: { email: created.value.email, operator_admin: created.value.operatorAdmin }
+            })
+            return redirect(`${base}/users?notice=user_created`)
+          })
+        )
+      )
+
+    // ---- Audit log ---------------------------------------------------------------------------------------------
+
+    const auditLog = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) =>
+        Effect.gen(function* () {
+          const application = parseApplicationId(param(signed, "application"))
+          const actor = param(signed, "actor", 254)
+          const action = param(signed, "action", 100)
+          const beforeText = param(signed, "before", 20)
+          const before = /^[0-9]{1,15}$/.test(beforeText) ? Number(beforeText) : undefined
+          const entries = yield* audit.list({
+            limit: pageSize + 1,
+            applicationId: Option.getOrUndefined(application),
+            actor: actor.length === 0 ? undefined : actor,
+            action: action.length === 0 ? undefined : action,
+            before
+          })
+          const shown = entries.slice(0, pageSize)
+          const last = shown.at(-1)
+          return respondPage(
+            auditPage({
+              viewer: signed.viewer,
+              filters: { application: Option.getOrElse(application, () => ""), actor, action },
+              applications: yield* choices,
+              actions: yield* queries.auditActions,
+              entries: shown.map((entry) => ({
+                id: entry.id,
+                at: toDate(entry.at),
+                actor: entry.actor,
+                action: entry.action,
+                applicationId: entry.applicationId,
+                applicationName: entry.applicationName,
+                target: entry.target,
+                details: entry.details,
+                ip: entry.ip
+              })),
+              before: entries.length > pageSize && last !== undefined ? last.id : null
+            })
+          )
+        })
+      )
+
+    return HttpRouter.addAll([
+      HttpRouter.route("GET", "/dashboard/operator", (request) =>
+        guard.operator(request, () => Effect.succeed(redirect(applicationsPath)))
+      ),
+      HttpRouter.route("GET", "/dashboard/operator/applications", list),
+      HttpRouter.route("POST", "/dashboard/operator/applications", create),
+      HttpRouter.route("GET", "/dashboard/operator/applications/new", newForm),
+      HttpRouter.route("GET", "/dashboard/operator/applications/:id", show),
+      HttpRouter.route("POST", "/dashboard/operator/applications/:id/status", changeStatus),
+      HttpRouter.route("POST", "/dashboard/operator/applications/:id/settings", saveSettings),
+      HttpRouter.route("POST", "/dashboard/operator/applications/:id/keys", issueKey),
+      HttpRouter.route("POST", "/dashboard/operator/applications/:id/members", addMember),
+      HttpRouter.route("POST", "/dashboard/operator/applications/:id/members/remove", removeMember),
+      HttpRouter.route("GET", "/dashboard/operator/deliveries", deliveries),
+      HttpRouter.route("GET", "/dashboard/operator/payments", payments),
+      HttpRouter.route("GET", "/dashboard/operator/users", usersList),
+      HttpRouter.route("POST", "/dashboard/operator/users", createUser),
+      HttpRouter.route("GET", "/dashboard/operator/audit", auditLog)
+    ])
+  })
+).pipe(Layer.provide(OperatorQueries.layer))

@@ -1,0 +1,117 @@
+/**
+ * Read-only queries behind the operator's cross-application pages (issue #6): deliveries and payments of every
+ * application with filters and cursor paging (newest first), every membership at once for the users page, and the
+ * actions the audit log holds (its filter). The repositories answer per application; these answer across them.
+ */
+import type { Ids, Mode, WebhookEvent } from "@kassa/core"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type Statement } from "effect/sql"
+import type { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
+import * as PaymentSearch from "./PaymentSearch.ts"
+
+export interface DeliveryQuery {
+  readonly limit: number
+  readonly applicationId?: Ids.ApplicationId | undefined
+  readonly status?: DeliveryStatus | undefined
+  readonly event?: WebhookEvent.EventName | undefined
+  readonly mode?: Mode.Mode | undefined
+  /** The last delivery of the previous page; an unknown one starts from the newest. */
+  readonly startingAfter?: Ids.DeliveryId | undefined
+}
+
+export interface DeliveryRow {
+  readonly id: string
+  readonly applicationId: string
+  readonly applicationName: string
+  readonly event: string
+  readonly paymentId: string
+  readonly mode: Mode.Mode
+  readonly status: DeliveryStatus
+  /** Every attempt made, scheduled and manual. */
+  readonly attempts: number
+  /** The last attempt's answer: its status code, or why none came. */
+  readonly lastResponseStatus: number | null
+  readonly lastError: string | null
+  readonly nextAttemptAt: Date | null
+  readonly createdAt: Date
+}
+
+type Row = Readonly<Record<string, unknown>>
+
+const dateOrNull = (value: unknown) => (value === null || value === undefined ? null : (value as Date))
+
+export class OperatorQueries extends Context.Service<
+  OperatorQueries,
+  {
+    readonly deliveries: (query: DeliveryQuery) => Effect.Effect<PaymentSearch.Page<DeliveryRow>>
+    readonly payments: (query: PaymentSearch.PaymentSearchQuery) => Effect.Effect<PaymentSearch.PaymentPage>
+    readonly auditActions: Effect.Effect<ReadonlyArray<string>>
+  }
+>()("@kassa/server/dashboard/OperatorQueries") {
+  static readonly layer = Layer.effect(
+    OperatorQueries,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+
+      const deliveries = Effect.fn("OperatorQueries.deliveries")(function* (query: DeliveryQuery) {
+        const clauses: Array<Statement.Fragment> = []
+        if (query.applicationId !== undefined) clauses.push(sql`d.application_id = ${query.applicationId}`)
+        if (query.status !== undefined) clauses.push(sql`d.status = ${query.status}`)
+        if (query.event !== undefined) clauses.push(sql`e.event = ${query.event}`)
+        if (query.mode !== undefined) clauses.push(sql`e.mode = ${query.mode}`)
+        if (query.startingAfter !== undefined) {
+          const [after] = yield* sql`SELECT created_at, id FROM deliveries WHERE id = ${query.startingAfter}`
+          if (after !== undefined)
+            clauses.push(sql`(d.created_at, d.id) < (${after.created_at as Date}, ${String(after.id)}::uuid)`)
+        }
+        const rows = yield* sql`
+          SELECT d.id, d.application_id, a.name AS application_name, e.event, e.payment_id, e.mode, d.status,
+            d.next_attempt_at, d.created_at,
+            -- Attempts are numbered 1..n per delivery (under its row lock), so the last one's number is the count.
+            coalesce(last.number, 0) AS attempts,
+            last.response_status AS last_response_status, last.error AS last_error
+          FROM deliveries d
+            JOIN events e ON e.id = d.event_id
+            JOIN applications a ON a.id = d.application_id
+            LEFT JOIN LATERAL (
+              SELECT x.number, x.response_status, x.error FROM delivery_attempts x
+              WHERE x.delivery_id = d.id ORDER BY x.number DESC LIMIT 1
+            ) last ON true
+          WHERE ${sql.and(clauses)}
+          ORDER BY d.created_at DESC, d.id DESC
+          LIMIT ${query.limit + 1}
+        `
+        return {
+          rows: rows.slice(0, query.limit).map(
+            (row: Row): DeliveryRow => ({
+              id: String(row.id),
+              applicationId: String(row.application_id),
+              applicationName: String(row.application_name),
+              event: String(row.event),
+              paymentId: String(row.payment_id),
+              mode: row.mode as Mode.Mode,
+              status: row.status as DeliveryStatus,
+              attempts: Number(row.attempts),
+              lastResponseStatus: row.last_response_status === null ? null : Number(row.last_response_status),
+              lastError: (row.last_error as string | null) ?? null,
+              nextAttemptAt: dateOrNull(row.next_attempt_at),
+              createdAt: row.created_at as Date
+            })
+          ),
+          hasMore: rows.length > query.limit
+        } satisfies PaymentSearch.Page<DeliveryRow>
+      }, Effect.orDie)
+
+      const payments = PaymentSearch.search(sql)
+
+      return OperatorQueries.of({
+        deliveries,
+        payments,
+        auditActions: sql`SELECT DISTINCT action FROM audit_log ORDER BY action`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows.map((row) => String(row.action)))
+        )
+      })
+    })
+  )
+}

@@ -1,0 +1,97 @@
+/**
+ * Dashboard sessions (issue #6). The cookie holds a random 256-bit token; the database holds only its HMAC under a
+ * key derived from the server secret, so a copy of the database opens no session. A session ends at logout, after
+ * two hours without a request, or twelve hours after sign-in, whichever comes first. Each form of a session carries
+ * a CSRF token derived from the session (HMAC again), checked in constant time.
+ */
+import { createHmac, randomBytes } from "node:crypto"
+import { Context, DateTime, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import * as CsrfToken from "../security/CsrfToken.ts"
+import { ServerSecrets } from "../security/ServerSecrets.ts"
+import { type User, type UserId, userOfRow } from "./UserRepository.ts"
+
+export const cookieName = "kassa_session"
+export const idleTimeout: Duration.Duration = Duration.hours(2)
+export const absoluteTimeout: Duration.Duration = Duration.hours(12)
+
+/** A signed-in request's session: the user and the CSRF token its forms must carry. */
+export interface Session {
+  readonly user: User
+  readonly tokenHash: string
+  readonly csrf: string
+}
+
+const toDate = (value: DateTime.Utc) => new Date(DateTime.toEpochMillis(value))
+
+export class SessionStore extends Context.Service<
+  SessionStore,
+  {
+    /** Starts a session; answers the cookie's token, the one time it exists in clear. */
+    readonly create: (
+      userId: UserId,
+      client: { readonly ip: string | null; readonly userAgent: string | null }
+    ) => Effect.Effect<string>
+    readonly resolve: (token: string | undefined) => Effect.Effect<Option.Option<Session>>
+    readonly end: (token: string | undefined) => Effect.Effect<void>
+    /** Ends every session of a user (password change, removal). */
+    readonly endAll: (userId: UserId) => Effect.Effect<void>
+    /** Whether `candidate` is the CSRF token of `session`. */
+    readonly verifyCsrf: (session: Session, candidate: string | undefined) => boolean
+  }
+>()("@kassa/server/dashboard/SessionStore") {
+  static readonly layer = Layer.effect(
+    SessionStore,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const key = Redacted.value((yield* ServerSecrets).sessionKey)
+      const mac = (label: string, value: string) =>
+        createHmac("sha256", key).update(`${label}:${value}`).digest("base64url")
+      const hashToken = (token: string) => mac("session", token)
+      const csrfOf = (tokenHash: string) => mac("csrf", tokenHash)
+
+      const resolve = Effect.fn("SessionStore.resolve")(function* (token: string | undefined) {
+        if (token === undefined || token.length === 0 || token.length > 100) return Option.none<Session>()
+        const tokenHash = hashToken(token)
+        const now = yield* DateTime.now
+        const idleSince = toDate(DateTime.subtractDuration(now, idleTimeout))
+        // The session and its user in one round trip: this runs on every dashboard request.
+        const rows = yield* sql`
+          SELECT u.*, s.last_seen_at AS session_last_seen_at FROM sessions s JOIN users u ON u.id = s.user_id
+          WHERE s.token_hash = ${tokenHash} AND s.expires_at > ${toDate(now)} AND s.last_seen_at > ${idleSince}
+        `.pipe(Effect.orDie)
+        const row = rows[0]
+        if (row === undefined) return Option.none<Session>()
+        // One write a minute at most keeps the idle clock without a write per page view.
+        if (DateTime.toEpochMillis(now) - (row.session_last_seen_at as Date).getTime() > 60_000) {
+          yield* sql`UPDATE sessions SET last_seen_at = ${toDate(now)} WHERE token_hash = ${tokenHash}`.pipe(
+            Effect.orDie
+          )
+        }
+        return Option.some<Session>({ user: userOfRow(row), tokenHash, csrf: csrfOf(tokenHash) })
+      })
+
+      return SessionStore.of({
+        create: Effect.fn("SessionStore.create")(function* (userId, client) {
+          const token = randomBytes(32).toString("base64url")
+          const now = yield* DateTime.now
+          yield* sql`
+            INSERT INTO sessions (token_hash, user_id, created_at, last_seen_at, expires_at, ip, user_agent)
+            VALUES (${hashToken(token)}, ${userId}, ${toDate(now)}, ${toDate(now)},
+              ${toDate(DateTime.addDuration(now, absoluteTimeout))}, ${client.ip}, ${client.userAgent?.slice(0, 512) ?? null})
+          `.pipe(Effect.orDie)
+          // Expired sessions are removed as new ones start, so the table stays small without a sweeper.
+          yield* sql`DELETE FROM sessions WHERE expires_at < ${toDate(now)}`.pipe(Effect.orDie)
+          return token
+        }),
+        resolve,
+        end: (token) =>
+          token === undefined
+            ? Effect.void
+            : sql`DELETE FROM sessions WHERE token_hash = ${hashToken(token)}`.pipe(Effect.orDie, Effect.asVoid),
+        endAll: (userId) => sql`DELETE FROM sessions WHERE user_id = ${userId}`.pipe(Effect.orDie, Effect.asVoid),
+        verifyCsrf: (session, candidate) => CsrfToken.matches(session.csrf, candidate)
+      })
+    })
+  )
+}

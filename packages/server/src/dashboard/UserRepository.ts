@@ -1,0 +1,232 @@
+/**
+ * Dashboard users and their memberships (issue #6). Passwords are stored only as scrypt hashes (PasswordHash); the
+ * lock-out state kept here is decided by the core's LoginThrottle.
+ */
+import { Credentials, type DashboardAccess, Ids, LoginThrottle } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, type Statement } from "effect/sql"
+import * as PasswordHash from "../security/PasswordHash.ts"
+
+export const UserId = Schema.String.pipe(Schema.brand("UserId"))
+export type UserId = typeof UserId.Type
+
+export interface User {
+  readonly id: UserId
+  readonly email: string
+  readonly operatorAdmin: boolean
+  readonly createdAt: DateTime.Utc
+  readonly lastLoginAt: DateTime.Utc | null
+}
+
+interface StoredUser extends User {
+  readonly passwordHash: string
+  readonly throttle: LoginThrottle.ThrottleState
+}
+
+export interface Membership {
+  readonly applicationId: Ids.ApplicationId
+  readonly applicationName: string
+  readonly role: DashboardAccess.Role
+}
+
+/** A membership with its user, for lists of every user. */
+export interface UserMembership extends Membership {
+  readonly userId: UserId
+}
+
+export interface Member {
+  readonly user: User
+  readonly role: DashboardAccess.Role
+}
+
+export class EmailTaken extends Schema.TaggedError<EmailTaken>()("EmailTaken", {}) {}
+
+/**
+ * What a sign-in attempt found: the user, a wrong password or unknown address (not told apart to the person signing
+ * in; `userId`, for the audit log, is null for an unknown address), or a lock.
+ */
+export type SignIn =
+  | { readonly _tag: "SignedIn"; readonly user: User }
+  | { readonly _tag: "Refused"; readonly userId: UserId | null }
+  | { readonly _tag: "Locked"; readonly userId: UserId; readonly until: DateTime.Utc }
+
+const utc = (value: unknown) => DateTime.makeUnsafe(value as Date)
+const utcOrNull = (value: unknown) => (value === null || value === undefined ? null : utc(value))
+const toDate = (value: DateTime.Utc) => new Date(DateTime.toEpochMillis(value))
+
+const userFromRow = (row: Record<string, unknown>): StoredUser => ({
+  id: UserId.make(String(row.id)),
+  email: String(row.email),
+  operatorAdmin: row.operator_admin === true,
+  createdAt: utc(row.created_at),
+  lastLoginAt: utcOrNull(row.last_login_at),
+  passwordHash: String(row.password_hash),
+  throttle: { failures: Number(row.failed_logins), lockedUntil: utcOrNull(row.locked_until) }
+})
+
+const publicUser = ({ passwordHash: _hash, throttle: _throttle, ...user }: StoredUser): User => user
+
+/** The user of a `users` row (for queries that read users together with something else). */
+export const userOfRow = (row: Record<string, unknown>): User => publicUser(userFromRow(row))
+
+export const parseUserId = Schema.decodeUnknownOption(UserId.check(Schema.isUUID()))
+
+export class UserRepository extends Context.Service<
+  UserRepository,
+  {
+    readonly create: (input: {
+      readonly email: string
+      readonly password: string
+      readonly operatorAdmin: boolean
+    }) => Effect.Effect<User, EmailTaken>
+    readonly find: (id: UserId) => Effect.Effect<Option.Option<User>>
+    readonly findByEmail: (email: string) => Effect.Effect<Option.Option<User>>
+    readonly list: Effect.Effect<ReadonlyArray<User>>
+    /** Checks a password under the lock-out rule and records the outcome. */
+    readonly signIn: (email: string, password: string) => Effect.Effect<SignIn>
+    readonly setPassword: (id: UserId, password: string) => Effect.Effect<void>
+    readonly memberships: (id: UserId) => Effect.Effect<ReadonlyArray<Membership>>
+    /** Every user's memberships in one query (for lists of users), by application name. */
+    readonly allMemberships: Effect.Effect<ReadonlyArray<UserMembership>>
+    readonly roleIn: (id: UserId, applicationId: Ids.ApplicationId) => Effect.Effect<DashboardAccess.Role | null>
+    readonly members: (applicationId: Ids.ApplicationId) => Effect.Effect<ReadonlyArray<Member>>
+    readonly setRole: (id: UserId, applicationId: Ids.ApplicationId, role: DashboardAccess.Role) => Effect.Effect<void>
+    readonly removeMembership: (id: UserId, applicationId: Ids.ApplicationId) => Effect.Effect<boolean>
+  }
+>()("@kassa/server/dashboard/UserRepository") {
+  static readonly layer = Layer.effect(
+    UserRepository,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+
+      const findStored = (email: string) =>
+        sql`SELECT * FROM users WHERE email = ${Credentials.normalizeEmail(email)}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), userFromRow))
+        )
+
+      const create = Effect.fn("UserRepository.create")(function* (input: {
+        readonly email: string
+        readonly password: string
+        readonly operatorAdmin: boolean
+      }) {
+        const passwordHash = yield* PasswordHash.hash(input.password)
+        const id = UserId.make(globalThis.crypto.randomUUID())
+        const now = toDate(yield* DateTime.now)
+        const rows = yield* sql`
+          INSERT INTO users (id, email, password_hash, operator_admin, created_at)
+          VALUES (${id}, ${Credentials.normalizeEmail(input.email)}, ${passwordHash}, ${input.operatorAdmin}, ${now})
+          ON CONFLICT (email) DO NOTHING
+          RETURNING *
+        `.pipe(Effect.orDie)
+        const row = rows[0]
+        if (row === undefined) return yield* new EmailTaken()
+        return publicUser(userFromRow(row))
+      })
+
+      const signIn = Effect.fn("UserRepository.signIn")(function* (email: string, password: string) {
+        const found = yield* findStored(email)
+        if (Option.isNone(found)) {
+          yield* PasswordHash.decoy.pipe(Effect.flatMap((decoy) => PasswordHash.verify(password, decoy)))
+          return { _tag: "Refused", userId: null } satisfies SignIn as SignIn
+        }
+        const user = found.value
+        const now = yield* DateTime.now
+        if (LoginThrottle.isLocked(user.throttle, now) && user.throttle.lockedUntil !== null) {
+          return { _tag: "Locked", userId: user.id, until: user.throttle.lockedUntil } satisfies SignIn as SignIn
+        }
+        if (!(yield* PasswordHash.verify(password, user.passwordHash))) {
+          const next = LoginThrottle.afterFailure(user.throttle, now)
+          yield* sql`
+            UPDATE users SET failed_logins = ${next.failures},
+              locked_until = ${next.lockedUntil === null ? null : toDate(next.lockedUntil)}
+            WHERE id = ${user.id}
+          `.pipe(Effect.orDie)
+          return next.lockedUntil !== null
+            ? ({ _tag: "Locked", userId: user.id, until: next.lockedUntil } satisfies SignIn as SignIn)
+            : ({ _tag: "Refused", userId: user.id } satisfies SignIn as SignIn)
+        }
+        yield* sql`
+          UPDATE users SET failed_logins = 0, locked_until = NULL, last_login_at = ${toDate(now)} WHERE id = ${user.id}
+        `.pipe(Effect.orDie)
+        return { _tag: "SignedIn", user: publicUser({ ...user, lastLoginAt: now }) } satisfies SignIn as SignIn
+      })
+
+      const membershipsWhere = (condition: Statement.Fragment) =>
+        sql`
+          SELECT m.user_id, m.application_id, m.role, a.name FROM memberships m
+          JOIN applications a ON a.id = m.application_id
+          WHERE ${condition} ORDER BY a.name, a.id
+        `.pipe(
+          Effect.orDie,
+          Effect.map((rows) =>
+            rows.map(
+              (row): UserMembership => ({
+                userId: UserId.make(String(row.user_id)),
+                applicationId: Ids.ApplicationId.make(String(row.application_id)),
+                applicationName: String(row.name),
+                role: row.role as DashboardAccess.Role
+              })
+            )
+          )
+        )
+
+      return UserRepository.of({
+        create,
+        find: (id) =>
+          sql`SELECT * FROM users WHERE id = ${id}`.pipe(
+            Effect.orDie,
+            Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => publicUser(userFromRow(row))))
+          ),
+        findByEmail: (email) => findStored(email).pipe(Effect.map(Option.map(publicUser))),
+        list: sql`SELECT * FROM users ORDER BY created_at, email`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows.map((row) => publicUser(userFromRow(row))))
+        ),
+        signIn,
+        setPassword: Effect.fn("UserRepository.setPassword")(function* (id: UserId, password: string) {
+          const passwordHash = yield* PasswordHash.hash(password)
+          yield* sql`
+            UPDATE users SET password_hash = ${passwordHash}, failed_logins = 0, locked_until = NULL WHERE id = ${id}
+          `.pipe(Effect.orDie)
+        }),
+        memberships: (id) => membershipsWhere(sql`m.user_id = ${id}`),
+        allMemberships: membershipsWhere(sql`true`),
+        roleIn: (id, applicationId) =>
+          sql`SELECT role FROM memberships WHERE user_id = ${id} AND application_id = ${applicationId}`.pipe(
+            Effect.orDie,
+            Effect.map((rows) => (rows[0] === undefined ? null : (rows[0].role as DashboardAccess.Role)))
+          ),
+        members: (applicationId) =>
+          sql`
+            SELECT u.*, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+            WHERE m.application_id = ${applicationId} ORDER BY u.email
+          `.pipe(
+            Effect.orDie,
+            Effect.map((rows) =>
+              rows.map(
+                (row): Member => ({ user: publicUser(userFromRow(row)), role: row.role as DashboardAccess.Role })
+              )
+            )
+          ),
+        setRole: (id, applicationId, role) =>
+          DateTime.now.pipe(
+            Effect.flatMap(
+              (now) => sql`
+                INSERT INTO memberships (user_id, application_id, role, created_at)
+                VALUES (${id}, ${applicationId}, ${role}, ${toDate(now)})
+                ON CONFLICT (user_id, application_id) DO UPDATE SET role = EXCLUDED.role
+              `
+            ),
+            Effect.orDie,
+            Effect.asVoid
+          ),
+        removeMembership: (id, applicationId) =>
+          sql`DELETE FROM memberships WHERE user_id = ${id} AND application_id = ${applicationId} RETURNING 1`.pipe(
+            Effect.orDie,
+            Effect.map((rows) => rows.length > 0)
+          )
+      })
+    })
+  )
+}

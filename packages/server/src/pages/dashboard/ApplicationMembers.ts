@@ -1,0 +1,147 @@
+/**
+ * An application's members page (issue #6): who can open the application's dashboard, with which role and what
+ * that role may do; for those who may manage members (owners, operator admins) the forms to add an existing user,
+ * change a role and remove a member (after asking). The add-member fields are shared with the operator's
+ * application page. Templates only: every value goes through `html`, so it is escaped.
+ */
+import { DashboardAccess } from "@kassa/core"
+import type { Member } from "../../dashboard/UserRepository.ts"
+import { type Html, html } from "../Html.ts"
+import { type AppFrame, appPage, appPath, confirmCard } from "./ApplicationShared.ts"
+import { field, pageHead, select, table } from "./Components.ts"
+import { csrfField } from "./DashboardLayout.ts"
+
+/** The add-member form as typed, with its field errors (`email`, `role`). */
+export interface MemberForm {
+  readonly email: string
+  readonly role: string
+  readonly errors: Readonly<Record<string, string>>
+}
+
+export const emptyMemberForm: MemberForm = { email: "", role: "developer", errors: {} }
+
+const roleChoices = DashboardAccess.Role.literals.map((role) => [role, role] as const)
+
+/** The add-member form's fields: the user's e-mail address and the role, each labelled, with its error. */
+export const memberFields = (form: MemberForm): Html => html`<div class="grid">
+${field({ name: "email", label: "E-mail address", type: "email", value: form.email, error: form.errors.email, required: true })}
+<div>${select({ name: "role", label: "Role", value: form.role, choices: roleChoices })}${
+  form.errors.role === undefined ? "" : html`<div class="error">${form.errors.role}</div>`
+}</div>
+</div>`
+
+/** What a role may do, in words ("view, manage keys, …"). */
+export const roleAbilities = (role: DashboardAccess.Role): string =>
+  DashboardAccess.permissionsOf(role).join(", ").replace(/_/g, " ")
+
+const roleHelp: Record<DashboardAccess.Role, string> = {
+  owner: "Everything, including adding, changing and removing members.",
+  developer: "API keys, webhooks, resending deliveries and requesting refunds; not members.",
+  viewer: "Reads every page; changes nothing."
+}
+
+/** Notices after an action, by the code in `?notice=`: fixed text, the request only picks one. */
+const notices: Readonly<Record<string, string>> = {
+  member_added: "The member is saved: they can open this application's dashboard with their role now.",
+  role_changed: "The role is changed. It applies to their next page.",
+  role_unchanged: "Nothing changed: the member already had this role.",
+  member_removed: "The member is removed: they can no longer open this application's dashboard."
+}
+
+const noticeOf = (code: string | null): Html => {
+  const text = code !== null && Object.hasOwn(notices, code) ? notices[code] : undefined
+  return text === undefined ? html`` : html`<div class="notice ok" role="status" style="margin:0 0 18px">${text}</div>`
+}
+
+export interface MembersView {
+  readonly members: ReadonlyArray<Member>
+  readonly notice: string | null
+  /** A refused change (the last owner), shown above the list. */
+  readonly problem?: string | undefined
+  readonly form?: MemberForm | undefined
+}
+
+/** A small button that opens a confirmation page (a GET form, like the key page's Roll and Revoke). */
+const linkButton = (href: string, label: Html): Html =>
+  html`<form class="inline" method="get" action="${href}"><button type="submit" class="secondary small">${label}</button></form>`
+
+const memberRow = (frame: AppFrame, member: Member, manage: boolean): Html => {
+  const { user } = member
+  const you = user.email === frame.viewer.email ? html` <span class="muted">(you)</span>` : ""
+  const actions = manage
+    ? html`<td><form class="inline" method="post" action="${appPath(frame, `/members/${user.id}/role`)}">${csrfField(frame.viewer)}
+<label class="sr-only" for="role-${user.id}">Role of ${user.email}</label>
+<select id="role-${user.id}" name="role" style="width:auto">${roleChoices.map(
+        ([value, label]) =>
+          html`<option value="${value}"${value === member.role ? html` selected` : ""}>${label}</option>`
+      )}</select>
+<button type="submit" class="secondary small">Change role<span class="sr-only"> of ${user.email}</span></button></form>
+${linkButton(appPath(frame, `/members/${user.id}/remove`), html`Remove<span class="sr-only"> ${user.email}</span>`)}</td>`
+    : ""
+  return html`<tr><td>${user.email}${you}</td><td>${member.role}</td><td class="muted">${roleAbilities(member.role)}</td>${actions}</tr>`
+}
+
+/** The members in a table: e-mail address, role and what it may do, and for `manage` the actions on each. */
+export const membersTable = (frame: AppFrame, members: ReadonlyArray<Member>, manage = false): Html =>
+  table(
+    ["E-mail address", "Role", "May", ...(manage ? ["Actions"] : [])],
+    members.map((member) => memberRow(frame, member, manage)),
+    "No members yet. An operator adds them.",
+    "Members of this application"
+  )
+
+export const membersPage = (frame: AppFrame, view: MembersView, status = 200) => {
+  const manage = frame.can("manage_members")
+  const form = view.form ?? emptyMemberForm
+  const invalid = Object.keys(form.errors).length > 0
+  const body = html`${pageHead(
+    "Members",
+    manage
+      ? "Who can open this application's dashboard, and what their role lets them do. An application always keeps at least one owner."
+      : "Who can open this application's dashboard, and what their role lets them do. Its owners manage this list."
+  )}
+${noticeOf(view.notice)}
+${view.problem === undefined ? "" : html`<div class="notice warn" role="alert" style="margin:0 0 18px">${view.problem}</div>`}
+${membersTable(frame, view.members, manage)}
+${
+  manage
+    ? html`<div class="card" style="margin-top:18px">
+<h2>Add a member</h2>
+<p class="muted">They need a Kassa user already: the operator of this installation creates users. Adding someone who is a member already changes their role.</p>
+${invalid ? html`<div class="notice warn" role="alert">The member was not added: see the messages next to the fields.</div>` : ""}
+<form method="post" action="${appPath(frame, "/members")}" novalidate>${csrfField(frame.viewer)}
+${memberFields(form)}
+<div class="actions"><button type="submit" class="primary">Add member</button></div>
+</form>
+</div>`
+    : ""
+}
+<div class="card" style="margin-top:18px">
+<h2>Roles</h2>
+<dl class="summary">${DashboardAccess.Role.literals.map(
+    (role) => html`<dt>${role}</dt><dd>${roleHelp[role]} <span class="hint">(${roleAbilities(role)})</span></dd>`
+  )}</dl>
+</div>`
+  return appPage(frame, "members", "Members", body, status)
+}
+
+/** "Are you sure?" before removing a member. */
+export const confirmRemovalPage = (frame: AppFrame, member: Member) => {
+  const self = member.user.email === frame.viewer.email
+  const details = html`<dl class="summary" style="margin-top:0"><dt>Member</dt><dd>${member.user.email}</dd><dt>Role</dt><dd>${member.role}</dd></dl>`
+  const body = html`${pageHead(
+    self ? "Leave this application?" : "Remove this member?",
+    "Their Kassa user stays; an owner can add them again later."
+  )}
+${confirmCard({
+  frame,
+  details,
+  consequence: self
+    ? html`You can no longer open this application's dashboard afterwards.`
+    : html`${member.user.email} can no longer open this application's dashboard, from their next page on.`,
+  action: appPath(frame, `/members/${member.user.id}/remove`),
+  button: self ? "Leave application" : "Remove member",
+  back: appPath(frame, "/members")
+})}`
+  return appPage(frame, "members", "Remove member", body)
+}

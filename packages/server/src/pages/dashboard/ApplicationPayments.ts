@@ -1,0 +1,238 @@
+/**
+ * Payments (issue #6 §4): the list with its filters, and one payment with everything about it — amounts, customer and
+ * payer, refunds, and the timeline of its events and their deliveries. A live payment that was paid can have a refund
+ * requested here (specification: live refunds are requested from the dashboard and confirmed later by the provider).
+ */
+import { Mode, Payment, RefundRules } from "@kassa/core"
+import type { PaymentRow, TimelineEntry } from "../../dashboard/ApplicationQueries.ts"
+import { type Html, html } from "../Html.ts"
+import { type AppFrame, appPage, appPath, minorDigits, noticeBlock, subheading } from "./ApplicationShared.ts"
+import {
+  anyOf,
+  badge,
+  field,
+  formatAmount,
+  formatTime,
+  modeBadge,
+  pageHead,
+  pager,
+  select,
+  sentence,
+  table
+} from "./Components.ts"
+import { csrfField } from "./DashboardLayout.ts"
+
+export interface PaymentFilterView {
+  readonly mode: string
+  readonly status: string
+  readonly order_reference: string
+}
+
+const money = (amount: number, currency: string) => formatAmount(amount, currency, "en")
+
+export const paymentsPage = (
+  frame: AppFrame,
+  view: {
+    readonly rows: ReadonlyArray<PaymentRow>
+    readonly hasMore: boolean
+    readonly filter: PaymentFilterView
+  }
+) => {
+  const path = appPath(frame, "/payments")
+  const filtered = view.filter.mode !== "" || view.filter.status !== "" || view.filter.order_reference !== ""
+  const rows = view.rows.map(
+    (row) => html`<tr>
+<td><a href="${appPath(frame, `/payments/${row.id}`)}">${row.orderReference}</a></td>
+<td class="num">${money(row.amount, row.currency)}</td>
+<td>${badge(row.status)}</td>
+<td>${modeBadge(row.mode)}</td>
+<td>${row.customerEmail ?? html`<span class="muted">—</span>`}</td>
+<td>${formatTime(row.createdAt)}</td>
+</tr>`
+  )
+  const last = view.rows.at(-1)
+  const body = html`${pageHead("Payments", "Every payment of this application, newest first. Open one to see its events and refunds.")}
+<form method="get" action="${path}" class="filters" aria-label="Filter payments">
+${select({
+  name: "mode",
+  label: "Mode",
+  value: view.filter.mode,
+  choices: anyOf(Mode.Mode.literals, "Test and live", sentence)
+})}
+${select({ name: "status", label: "Status", value: view.filter.status, choices: anyOf(Payment.PaymentStatus.literals, "Any status", sentence) })}
+${field({
+  name: "order_reference",
+  label: "Order reference",
+  type: "search",
+  value: view.filter.order_reference,
+  attributes: html` maxlength="255" placeholder="exact reference"`
+})}
+<div><button type="submit" class="secondary">Filter</button>${filtered ? html` <a href="${path}">Clear</a>` : ""}</div>
+</form>
+${table(
+  ["Order reference", "Amount", "Status", "Mode", "Customer", "Created"],
+  rows,
+  filtered ? "No payments match these filters." : "No payments yet. Create one with a test key to see it here.",
+  "Payments"
+)}
+${pager(path, { ...view.filter }, view.hasMore && last !== undefined ? last.id : null)}`
+  return appPage(frame, "payments", "Payments", body)
+}
+
+export interface RefundFormState {
+  readonly amount: string
+  readonly reason: string
+  readonly errors: { readonly amount?: string; readonly reason?: string; readonly form?: string }
+}
+
+export interface PaymentView {
+  readonly payment: Payment.Payment
+  readonly timeline: ReadonlyArray<TimelineEntry>
+  readonly requesters: ReadonlyMap<string, string>
+  readonly notice: string | null
+  readonly refundForm?: RefundFormState | undefined
+}
+
+const personRows = (person: Readonly<Record<string, string | null>>, labels: Readonly<Record<string, string>>) =>
+  Object.entries(labels).map(
+    ([key, label]) => html`<dt>${label}</dt><dd>${person[key] ?? html`<span class="muted">—</span>`}</dd>`
+  )
+
+const refundSection = (frame: AppFrame, view: PaymentView): Html => {
+  const refused = view.refundForm?.errors.form
+  return html`${refused === undefined ? "" : html`<div class="error" role="alert">${refused}</div>`}${refundForm(frame, view)}`
+}
+
+const refundForm = (frame: AppFrame, view: PaymentView): Html => {
+  const { payment } = view
+  if (payment.mode === "test")
+    return html`<p class="muted">Test payments are refunded through the API with a test key: <code>POST /api/v1/payments/${payment.id}/refunds</code>. The refund succeeds at once and sends its event.</p>`
+  if (!RefundRules.isRefundable(payment))
+    return html`<p class="muted">Only paid or partially refunded payments can be refunded; this one is ${payment.status.replace(/_/g, " ")}.</p>`
+  const refundable = RefundRules.refundableAmount(payment)
+  if (refundable < 1)
+    return html`<p class="muted">Nothing is left to refund: earlier refunds (pending ones included) cover the whole amount.</p>`
+  if (!frame.can("request_refunds"))
+    return html`<p class="muted">Up to ${money(refundable, payment.currency)} can still be refunded. Your role cannot request refunds.</p>`
+  const form = view.refundForm
+  const digits = minorDigits(payment.currency)
+  const unit = digits === 0 ? `whole ${payment.currency}` : `minor units of ${payment.currency} (1/${10 ** digits})`
+  return html`${subheading("Request a refund")}
+<p class="muted">Live refunds are sent to the payment provider and stay <strong>pending</strong> until it confirms them. The payment's status — and its webhook — change only on that confirmation; the request itself sends no event.</p>
+<form method="post" action="${appPath(frame, `/payments/${payment.id}/refunds`)}" novalidate>${csrfField(frame.viewer)}
+<div class="grid">
+${field({
+  name: "amount",
+  label: "Amount",
+  type: "text",
+  value: form?.amount ?? "",
+  required: true,
+  hint: `In ${unit}: ${10 ** digits * 10} is ${money(10 ** digits * 10, payment.currency)}. Up to ${refundable} (${money(refundable, payment.currency)}) can be refunded.`,
+  error: form?.errors.amount,
+  attributes: html` inputmode="numeric" pattern="[0-9]*" autocomplete="off"`
+})}
+${field({
+  name: "reason",
+  label: "Reason (optional)",
+  value: form?.reason ?? "",
+  hint: "At most 255 characters; returned with the refund.",
+  error: form?.errors.reason,
+  attributes: html` maxlength="255"`
+})}
+</div>
+<div class="actions"><button type="submit" class="primary">Request refund</button></div>
+</form>`
+}
+
+const timelineItem = (frame: AppFrame, entry: TimelineEntry): Html => {
+  const delivery = entry.delivery
+  const answer =
+    delivery === null || delivery.attempts === 0
+      ? html`<span class="muted">not attempted yet</span>`
+      : delivery.lastStatus !== null
+        ? html`last answer HTTP ${delivery.lastStatus}`
+        : html`last error ${delivery.lastError ?? "unknown"}`
+  return html`<li><strong>${entry.event}</strong> <span class="muted">${formatTime(entry.createdAt)}</span>
+<div>${
+    delivery === null
+      ? html`<span class="muted">no delivery</span>`
+      : html`<a href="${appPath(frame, `/deliveries/${delivery.id}`)}">Delivery</a> ${badge(delivery.status)} · ${delivery.attempts} attempt${delivery.attempts === 1 ? "" : "s"} · ${answer}${
+          delivery.status === "pending" && delivery.nextAttemptAt !== null
+            ? html` · next ${formatTime(delivery.nextAttemptAt)}`
+            : ""
+        }`
+  }</div>
+<div class="hint"><code>${entry.eventId}</code></div></li>`
+}
+
+export const paymentPage = (frame: AppFrame, view: PaymentView, status = 200) => {
+  const { payment } = view
+  const refundable = RefundRules.refundableAmount(payment)
+  const pending = payment.refunds.reduce((sum, refund) => (refund.status === "pending" ? sum + refund.amount : sum), 0)
+  const refunds = payment.refunds.map(
+    (refund) => html`<tr>
+<td class="num">${money(refund.amount, payment.currency)}</td>
+<td>${badge(refund.status, refund.status === "pending" ? "pending — confirmed by the provider" : refund.status)}</td>
+<td>${refund.reason ?? html`<span class="muted">—</span>`}</td>
+<td>${formatTime(refund.created_at)}</td>
+<td>${formatTime(refund.confirmed_at)}</td>
+<td>${view.requesters.get(refund.id) ?? html`<span class="muted">API</span>`}</td>
+</tr>`
+  )
+  const metadata = Object.keys(payment.metadata).length === 0 ? null : JSON.stringify(payment.metadata, null, 2)
+  const body = html`${pageHead(
+    `${money(payment.amount, payment.currency)} · ${payment.order_reference}`,
+    html`${badge(payment.status)} ${modeBadge(payment.mode)} Payment <code>${payment.id}</code>`
+  )}
+${noticeBlock(frame, view.notice)}
+<div class="card">
+<h2>Payment</h2>
+<dl class="summary">
+<dt>Amount</dt><dd>${money(payment.amount, payment.currency)} <span class="muted">(${payment.amount} ${payment.currency} minor units)</span></dd>
+<dt>Refunded</dt><dd>${money(payment.refunded_amount, payment.currency)}</dd>
+${pending === 0 ? "" : html`<dt>Pending refunds</dt><dd>${money(pending, payment.currency)} <span class="muted">(until the provider confirms them)</span></dd>`}
+<dt>Refundable</dt><dd>${money(refundable, payment.currency)}</dd>
+<dt>Status</dt><dd>${badge(payment.status)}</dd>
+<dt>Mode</dt><dd>${modeBadge(payment.mode)}</dd>
+<dt>Method</dt><dd>${payment.method}</dd>
+<dt>Order reference</dt><dd>${payment.order_reference}</dd>
+<dt>Description</dt><dd>${payment.description ?? html`<span class="muted">—</span>`}</dd>
+<dt>Locale</dt><dd>${payment.locale}</dd>
+<dt>Return URL</dt><dd>${payment.return_url ?? html`<span class="muted">—</span>`}</dd>
+<dt>Checkout</dt><dd><code>${payment.checkout_url}</code></dd>
+<dt>Created</dt><dd>${formatTime(payment.created_at)}</dd>
+<dt>Expires</dt><dd>${formatTime(payment.expires_at)}</dd>
+<dt>Paid</dt><dd>${formatTime(payment.paid_at)}</dd>
+</dl>
+${metadata === null ? "" : html`${subheading("Metadata")}<pre class="body">${metadata}</pre>`}
+</div>
+<div class="card">
+<h2>Customer and payer</h2>
+<div class="grid">
+<div>${subheading("Customer")}<p class="hint">As your application described them.</p><dl class="summary">${personRows(payment.customer, { name: "Name", email: "E-mail", phone: "Phone" })}</dl></div>
+<div>${subheading("Payer")}${
+    payment.payer === null
+      ? html`<p class="muted">Nobody has completed the checkout yet.</p>`
+      : html`<p class="hint">Who completed the checkout.</p><dl class="summary">${personRows(payment.payer, { name: "Name", email: "E-mail", phone: "Phone", ip: "IP address", user_agent: "Browser" })}</dl>`
+  }</div>
+</div>
+</div>
+<div class="card">
+<h2>Refunds</h2>
+${
+  refunds.length === 0
+    ? html`<p class="muted">No refunds.</p>`
+    : html`<table><caption class="sr-only">Refunds</caption><thead><tr><th scope="col" class="num">Amount</th><th scope="col">Status</th><th scope="col">Reason</th><th scope="col">Requested</th><th scope="col">Confirmed</th><th scope="col">By</th></tr></thead><tbody>${refunds}</tbody></table>`
+}
+${refundSection(frame, view)}
+</div>
+<div class="card">
+<h2>Events and deliveries</h2>
+${
+  view.timeline.length === 0
+    ? html`<p class="muted">No events yet: a payment sends one when its status changes (creating it sends none).</p>`
+    : html`<ol class="timeline">${view.timeline.map((entry) => timelineItem(frame, entry))}</ol>`
+}
+</div>`
+  return appPage(frame, "payments", `Payment ${payment.order_reference}`, body, status)
+}

@@ -1,0 +1,397 @@
+/**
+ * The operator's cross-application pages (issue #6): webhook deliveries and payments of every application, the
+ * dashboard users, and the audit log; plus the pieces the operator's application pages share with them (page
+ * heads, filter forms, one-time secrets). Templates only: every value goes through `html`, so it is escaped.
+ */
+import type { DashboardAccess } from "@kassa/core"
+import type { UserMembership } from "../../dashboard/UserRepository.ts"
+import { type Html, html } from "../Html.ts"
+import {
+  anyOf,
+  badge,
+  field,
+  formatAmount,
+  formatTime,
+  modeBadge,
+  pageHead,
+  pager,
+  select,
+  table
+} from "./Components.ts"
+
+import { csrfField, type DashboardPage, type OperatorSection, type Viewer } from "./DashboardLayout.ts"
+
+/** Messages next to form fields, by field name. */
+export type FieldMessages = Readonly<Partial<Record<string, string>>>
+
+/** The operator's page frame: its section highlighted in the navigation. */
+export const operatorPage = (
+  section: OperatorSection,
+  viewer: Viewer,
+  title: string,
+  body: Html,
+  notice?: string
+): DashboardPage => ({ title, place: { _tag: "Operator", section }, viewer, body, notice })
+
+/** A problem with the last action, shown above the page's content. */
+export const alert = (message: string | undefined): Html | "" =>
+  message === undefined ? "" : html`<div class="notice warn" role="alert">${message}</div>`
+
+/** A GET form of filters; "Clear" shows when any filter is set. */
+export const filterForm = (
+  action: string,
+  fields: ReadonlyArray<Html>,
+  active: boolean,
+  submit = "Filter"
+): Html => html`<form class="filters" method="get" action="${action}" role="search">
+${fields}
+<div style="min-width:0"><button type="submit" class="secondary">${submit}</button>${
+  active ? html` <a href="${action}">Clear</a>` : ""
+}</div>
+</form>`
+
+export interface ApplicationChoice {
+  readonly id: string
+  readonly name: string
+}
+
+const applicationChoices = (applications: ReadonlyArray<ApplicationChoice>) => [
+  ["", "All applications"] as const,
+  ...applications.map((application) => [application.id, application.name] as const)
+]
+
+const operatorApplicationLink = (id: string, name: string) =>
+  html`<a href="/dashboard/operator/applications/${id}">${name}</a>`
+
+// ---------------------------------------------------------------------------------------------------------------
+// Deliveries
+
+export interface DeliveryFilters {
+  readonly application: string
+  readonly status: string
+  readonly event: string
+  readonly mode: string
+}
+
+export interface DeliveryItem {
+  readonly id: string
+  readonly applicationId: string
+  readonly applicationName: string
+  readonly event: string
+  readonly paymentId: string
+  readonly mode: string
+  readonly status: string
+  readonly attempts: number
+  readonly lastResponseStatus: number | null
+  readonly lastError: string | null
+  readonly nextAttemptAt: Date | null
+  readonly createdAt: Date
+}
+
+export const deliveriesPage = (view: {
+  readonly viewer: Viewer
+  readonly filters: DeliveryFilters
+  readonly applications: ReadonlyArray<ApplicationChoice>
+  readonly statuses: ReadonlyArray<string>
+  readonly events: ReadonlyArray<string>
+  readonly modes: ReadonlyArray<string>
+  readonly deliveries: ReadonlyArray<DeliveryItem>
+  readonly next: string | null
+}): DashboardPage => {
+  const { filters } = view
+  const active = Object.values(filters).some((value) => value.length > 0)
+  const rows = view.deliveries.map(
+    (delivery) => html`<tr>
+<td>${formatTime(delivery.createdAt)}</td>
+<td>${operatorApplicationLink(delivery.applicationId, delivery.applicationName)}</td>
+<td><a href="/dashboard/apps/${delivery.applicationId}/deliveries/${delivery.id}">${delivery.event}</a></td>
+<td><a href="/dashboard/apps/${delivery.applicationId}/payments/${delivery.paymentId}"><code>${delivery.paymentId}</code></a></td>
+<td>${modeBadge(delivery.mode)}</td>
+<td>${badge(delivery.status)}</td>
+<td class="num">${delivery.attempts}</td>
+<td>${delivery.lastResponseStatus !== null ? String(delivery.lastResponseStatus) : (delivery.lastError ?? "—")}</td>
+<td>${delivery.status === "pending" ? formatTime(delivery.nextAttemptAt) : "—"}</td>
+</tr>`
+  )
+  return operatorPage(
+    "deliveries",
+    view.viewer,
+    "Deliveries",
+    html`${pageHead("Webhook deliveries", "Every application's webhook deliveries, newest first. Open one to see its attempts or send it again.")}
+${filterForm(
+  "/dashboard/operator/deliveries",
+  [
+    select({
+      name: "application",
+      label: "Application",
+      value: filters.application,
+      choices: applicationChoices(view.applications)
+    }),
+    select({ name: "status", label: "Status", value: filters.status, choices: anyOf(view.statuses) }),
+    select({ name: "event", label: "Event", value: filters.event, choices: anyOf(view.events) }),
+    select({ name: "mode", label: "Mode", value: filters.mode, choices: anyOf(view.modes) })
+  ],
+  active
+)}
+${table(
+  ["Created", "Application", "Event", "Payment", "Mode", "Status", "Attempts", "Last response", "Next attempt"],
+  rows,
+  active ? "No deliveries match these filters." : "No webhook deliveries yet. They appear when payments change status.",
+  "Webhook deliveries"
+)}
+${pager("/dashboard/operator/deliveries", { ...filters }, view.next)}`
+  )
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Payments
+
+export interface PaymentFilters {
+  readonly payment_id: string
+  readonly order_reference: string
+  readonly match: string
+  readonly application: string
+  readonly status: string
+  readonly mode: string
+}
+
+export interface PaymentItem {
+  readonly id: string
+  readonly applicationId: string
+  readonly applicationName: string
+  readonly mode: string
+  readonly status: string
+  readonly amount: number
+  readonly refundedAmount: number
+  readonly currency: string
+  readonly method: string
+  readonly orderReference: string
+  readonly createdAt: Date
+}
+
+export const paymentsPage = (view: {
+  readonly viewer: Viewer
+  readonly filters: PaymentFilters
+  readonly errors: FieldMessages
+  readonly applications: ReadonlyArray<ApplicationChoice>
+  readonly statuses: ReadonlyArray<string>
+  readonly modes: ReadonlyArray<string>
+  readonly payments: ReadonlyArray<PaymentItem>
+  readonly next: string | null
+}): DashboardPage => {
+  const { filters } = view
+  const active = Object.entries(filters).some(([name, value]) => name !== "match" && value.length > 0)
+  const rows = view.payments.map(
+    (payment) => html`<tr>
+<td>${formatTime(payment.createdAt)}</td>
+<td><a href="/dashboard/apps/${payment.applicationId}/payments/${payment.id}"><code>${payment.id}</code></a></td>
+<td>${payment.orderReference}</td>
+<td>${operatorApplicationLink(payment.applicationId, payment.applicationName)}</td>
+<td class="num">${formatAmount(payment.amount, payment.currency, "en")}${
+      payment.refundedAmount > 0
+        ? html`<div class="hint">${formatAmount(payment.refundedAmount, payment.currency, "en")} refunded</div>`
+        : ""
+    }</td>
+<td>${payment.method}</td>
+<td>${modeBadge(payment.mode)}</td>
+<td>${badge(payment.status)}</td>
+</tr>`
+  )
+  return operatorPage(
+    "payments",
+    view.viewer,
+    "Payments",
+    html`${pageHead("Payments", "Find a payment of any application by its id or order reference, newest first.")}
+${filterForm(
+  "/dashboard/operator/payments",
+  [
+    field({ name: "payment_id", label: "Payment id", value: filters.payment_id, error: view.errors.payment_id }),
+    field({ name: "order_reference", label: "Order reference", value: filters.order_reference }),
+    select({
+      name: "match",
+      label: "Reference match",
+      value: filters.match,
+      choices: [
+        ["exact", "Exactly"],
+        ["prefix", "Starts with"]
+      ]
+    }),
+    select({
+      name: "application",
+      label: "Application",
+      value: filters.application,
+      choices: applicationChoices(view.applications)
+    }),
+    select({ name: "status", label: "Status", value: filters.status, choices: anyOf(view.statuses) }),
+    select({ name: "mode", label: "Mode", value: filters.mode, choices: anyOf(view.modes) })
+  ],
+  active,
+  "Search"
+)}
+${table(
+  ["Created", "Payment", "Order reference", "Application", "Amount", "Method", "Mode", "Status"],
+  rows,
+  active ? "No payments match this search." : "No payments yet.",
+  "Payments"
+)}
+${pager("/dashboard/operator/payments", { ...filters }, view.next)}`
+  )
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Users
+
+export interface UserItem {
+  readonly id: string
+  readonly email: string
+  readonly operatorAdmin: boolean
+  readonly lastLoginAt: Date | null
+  readonly createdAt: Date
+  readonly memberships: ReadonlyArray<UserMembership>
+}
+
+export interface NewUserForm {
+  readonly email: string
+  readonly operatorAdmin: boolean
+  readonly errors: FieldMessages
+}
+
+const roleLabel: Record<DashboardAccess.Role, string> = { owner: "owner", developer: "developer", viewer: "viewer" }
+
+export const usersPage = (view: {
+  readonly viewer: Viewer
+  readonly notice?: string | undefined
+  readonly users: ReadonlyArray<UserItem>
+  readonly form: NewUserForm
+}): DashboardPage => {
+  const rows = view.users.map(
+    (user) => html`<tr>
+<td>${user.email}</td>
+<td>${user.operatorAdmin ? badge("active", "operator admin") : "—"}</td>
+<td>${
+      user.memberships.length === 0
+        ? html`<span class="muted">none</span>`
+        : user.memberships.map(
+            (membership) =>
+              html`<div>${operatorApplicationLink(membership.applicationId, membership.applicationName)} <span class="muted">(${roleLabel[membership.role]})</span></div>`
+          )
+    }</td>
+<td>${formatTime(user.lastLoginAt)}</td>
+<td>${formatTime(user.createdAt)}</td>
+</tr>`
+  )
+  const { form } = view
+  return operatorPage(
+    "users",
+    view.viewer,
+    "Users",
+    html`${pageHead("Users", "Everyone who can sign in to the dashboards. Add members to an application on its page.")}
+${table(["E-mail address", "Role", "Memberships", "Last sign-in", "Created"], rows, "No users yet.", "Dashboard users")}
+<section class="card" aria-labelledby="new-user">
+<h2 id="new-user">Create a user</h2>
+<p class="muted">Give the new user their password by a safe channel; they cannot change the address themselves.</p>
+<form method="post" action="/dashboard/operator/users" novalidate>
+${csrfField(view.viewer)}
+<div class="grid">
+${field({ name: "email", label: "E-mail address", type: "email", value: form.email, error: form.errors.email, required: true, attributes: html` autocomplete="off"` })}
+${field({ name: "password", label: "Password", type: "password", hint: "At least 12 characters.", error: form.errors.password, required: true, attributes: html` autocomplete="new-password"` })}
+</div>
+<label for="field-operator_admin" class="choice"><input type="checkbox" id="field-operator_admin" name="operator_admin" value="yes"${
+      form.operatorAdmin ? html` checked` : ""
+    }> Operator admin: sees and changes every application, and these pages</label>
+<div class="actions"><button type="submit" class="primary">Create user</button></div>
+</form>
+</section>`,
+    view.notice
+  )
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Audit log
+
+export interface AuditFilters {
+  readonly application: string
+  readonly actor: string
+  readonly action: string
+}
+
+export interface AuditItem {
+  readonly id: number
+  readonly at: Date
+  readonly actor: string
+  readonly action: string
+  readonly applicationId: string | null
+  readonly applicationName: string | null
+  readonly target: string | null
+  readonly details: Readonly<Record<string, unknown>>
+  readonly ip: string | null
+}
+
+export const auditPage = (view: {
+  readonly viewer: Viewer
+  readonly filters: AuditFilters
+  readonly applications: ReadonlyArray<ApplicationChoice>
+  readonly actions: ReadonlyArray<string>
+  readonly entries: ReadonlyArray<AuditItem>
+  /** The id older entries start before, when there are any. */
+  readonly before: number | null
+}): DashboardPage => {
+  const { filters } = view
+  const active = Object.values(filters).some((value) => value.length > 0)
+  const rows = view.entries.map(
+    (entry) => html`<tr>
+<td class="nowrap">${formatTime(entry.at)}</td>
+<td>${entry.actor}</td>
+<td><code>${entry.action}</code></td>
+<td>${
+      entry.applicationId === null
+        ? "—"
+        : operatorApplicationLink(entry.applicationId, entry.applicationName ?? entry.applicationId)
+    }</td>
+<td>${entry.target === null ? "—" : html`<code>${entry.target}</code>`}</td>
+<td>${
+      Object.keys(entry.details).length === 0
+        ? "—"
+        : html`<dl class="details">${Object.entries(entry.details).map(
+            ([name, value]) =>
+              html`<dt>${name}</dt><dd>${typeof value === "string" ? value : JSON.stringify(value)}</dd>`
+          )}</dl>`
+    }</td>
+<td>${entry.ip ?? "—"}</td>
+</tr>`
+  )
+  const params = new URLSearchParams()
+  for (const [name, value] of Object.entries(filters)) if (value.length > 0) params.set(name, value)
+  if (view.before !== null) params.set("before", String(view.before))
+  return operatorPage(
+    "audit",
+    view.viewer,
+    "Audit log",
+    html`${pageHead("Audit log", "Who did what, where and when, across the dashboards and the operator API. Newest first; entries are never changed.")}
+${filterForm(
+  "/dashboard/operator/audit",
+  [
+    select({
+      name: "application",
+      label: "Application",
+      value: filters.application,
+      choices: applicationChoices(view.applications)
+    }),
+    field({ name: "actor", label: "Actor (e-mail contains)", value: filters.actor }),
+    select({
+      name: "action",
+      label: "Action",
+      value: filters.action,
+      choices: anyOf(view.actions, "Any", (action) => action)
+    })
+  ],
+  active
+)}
+${table(["Time", "Actor", "Action", "Application", "Target", "Details", "Address"], rows, active ? "No entries match these filters." : "The audit log is empty.", "Audit log entries")}
+${
+  view.before === null
+    ? ""
+    : html`<div class="pager"><a class="button secondary" href="${`/dashboard/operator/audit?${params.toString()}`}">Older entries →</a></div>`
+}`
+  )
+}

@@ -1,0 +1,63 @@
+/**
+ * Dashboard passwords, hashed with scrypt (memory-hard; Node's built-in OpenSSL implementation, so no native
+ * dependency). Parameters follow OWASP's Password Storage Cheat Sheet equivalent of N=2^17: N=2^15, r=8, p=3 —
+ * the same work with 32 MiB of memory a hash instead of 128. They are stored with the hash
+ * (`scrypt$N$r$p$salt$hash`), so raising them later leaves old hashes verifiable.
+ *
+ * Hashing runs off the event loop (libuv's thread pool) and at most two at once per process, so a burst of sign-ins
+ * cannot take the server's memory or its request loop.
+ */
+import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
+import { Effect, Semaphore } from "effect"
+
+const cost = { N: 2 ** 15, r: 8, p: 3 } as const
+const keyLength = 32
+
+const permits = Semaphore.makeUnsafe(2)
+
+const derive = (password: string, salt: Buffer, params: { N: number; r: number; p: number }) =>
+  Semaphore.withPermit(permits)(
+    Effect.callback<Buffer>((resume) => {
+      scrypt(
+        password.normalize("NFKC"),
+        salt,
+        keyLength,
+        { ...params, maxmem: 256 * params.N * params.r * params.p + 1024 * 1024 },
+        (error, key) => resume(error === null ? Effect.succeed(key) : Effect.die(error))
+      )
+    })
+  )
+
+/** The stored form of a new password. */
+export const hash = (password: string): Effect.Effect<string> =>
+  Effect.suspend(() => {
+    const salt = randomBytes(16)
+    return derive(password, salt, cost).pipe(
+      Effect.map((key) =>
+        ["scrypt", cost.N, cost.r, cost.p, salt.toString("base64url"), key.toString("base64url")].join("$")
+      )
+    )
+  })
+
+/** Whether `password` matches the stored hash; compared in constant time. A malformed hash matches nothing. */
+export const verify = (password: string, stored: string): Effect.Effect<boolean> => {
+  const [scheme, n, r, p, salt, expected] = stored.split("$")
+  const params = { N: Number(n), r: Number(r), p: Number(p) }
+  if (
+    scheme !== "scrypt" ||
+    salt === undefined ||
+    expected === undefined ||
+    !Object.values(params).every(Number.isSafeInteger)
+  )
+    return Effect.succeed(false)
+  const want = Buffer.from(expected, "base64url")
+  return derive(password, Buffer.from(salt, "base64url"), params).pipe(
+    Effect.map((key) => key.length === want.length && timingSafeEqual(key, want))
+  )
+}
+
+/**
+ * A hash of a random password, verified against when the e-mail address is unknown: an unknown address then costs
+ * the same time as a wrong password, so sign-in timing does not reveal which addresses have accounts.
+ */
+export const decoy: Effect.Effect<string> = Effect.runSync(Effect.cached(hash(randomBytes(18).toString("base64url"))))

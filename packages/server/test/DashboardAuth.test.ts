@@ -1,0 +1,184 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createUser, DashboardClient } from "./support/DashboardClient.ts"
+import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+
+describe.each(databases)("dashboard sign-in and sessions on %s", (database) => {
+  let server: RunningServer
+  let shop: TestApplication
+  beforeAll(async () => {
+    server = await startServer(database)
+    shop = await server.createApplication({ name: "Sessions shop" })
+  })
+  afterAll(() => server.close())
+
+  it("a page without a session redirects to sign-in, and back to it afterwards", async () => {
+    const user = await createUser(server, { roles: [[shop.application.id, "viewer"]] })
+    const client = new DashboardClient(server.baseUrl)
+    const page = await client.get(`/dashboard/apps/${shop.application.id}`)
+    expect(page.status).toBe(303)
+    expect(page.location).toBe(`/dashboard/login?next=${encodeURIComponent(`/dashboard/apps/${shop.application.id}`)}`)
+    const signedIn = await client.login(user.email, user.password, `/dashboard/apps/${shop.application.id}`)
+    expect(signedIn.status).toBe(303)
+    expect(signedIn.location).toBe(`/dashboard/apps/${shop.application.id}`)
+    const app = await client.get(`/dashboard/apps/${shop.application.id}`)
+    expect(app.status).toBe(200)
+    expect(app.html).toContain("Sessions shop")
+  })
+
+  it("the session cookie is HttpOnly, SameSite and scoped to /dashboard; the database keeps only its hash", async () => {
+    const user = await createUser(server)
+    const client = new DashboardClient(server.baseUrl)
+    const answer = await client.login(user.email, user.password)
+    expect(answer.status).toBe(303)
+    const cookie = answer.headers.getSetCookie().find((line) => line.startsWith("kassa_session=")) ?? ""
+    expect(cookie).toMatch(/HttpOnly/i)
+    expect(cookie).toMatch(/SameSite=Lax/i)
+    expect(cookie).toMatch(/Path=\/dashboard/i)
+    const token = cookie.split(";")[0]?.split("=")[1] ?? ""
+    expect(token.length).toBeGreaterThanOrEqual(43)
+    const stored = await server.run(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT token_hash FROM sessions`))
+    expect(stored.length).toBeGreaterThan(0)
+    for (const row of stored) expect(row.token_hash).not.toBe(token)
+  })
+
+  it("production sessions are Secure cookies", async () => {
+    const production = await startServer(database, { environment: "production" })
+    try {
+      const user = await createUser(production, { operatorAdmin: true })
+      const client = new DashboardClient(production.baseUrl)
+      await client.get("/dashboard/login")
+      const answer = await client.post("/dashboard/login", { email: user.email, password: user.password })
+      expect(answer.status).toBe(303)
+      expect(answer.headers.getSetCookie().find((line) => line.startsWith("kassa_session="))).toMatch(/Secure/i)
+    } finally {
+      await production.close()
+    }
+  })
+
+  it("a wrong password and an unknown address get the same answer", async () => {
+    const user = await createUser(server)
+    const client = new DashboardClient(server.baseUrl)
+    const wrong = await client.login(user.email, "not the password at all")
+    const unknown = await client.login("nobody@shop.example", "not the password at all")
+    expect(wrong.status).toBe(401)
+    expect(unknown.status).toBe(401)
+    expect(wrong.html).toContain("The e-mail address or password is not right.")
+    expect(unknown.html).toContain("The e-mail address or password is not right.")
+    expect(client.cookie("kassa_session")).toBeUndefined()
+  })
+
+  it("e-mail addresses are matched whatever their case", async () => {
+    const user = await createUser(server)
+    const client = new DashboardClient(server.baseUrl)
+    expect((await client.login(user.email.toUpperCase(), user.password)).status).toBe(303)
+  })
+
+  it("five wrong passwords lock the account: even the right one is refused then", async () => {
+    const user = await createUser(server)
+    const client = new DashboardClient(server.baseUrl)
+    for (let attempt = 1; attempt <= 4; attempt++)
+      expect((await client.login(user.email, `wrong password ${attempt}`)).status).toBe(401)
+    const fifth = await client.login(user.email, "wrong password 5")
+    expect(fifth.status).toBe(429)
+    expect(fifth.html).toContain("locked until")
+    const right = await client.login(user.email, user.password)
+    expect(right.status).toBe(429)
+    expect(client.cookie("kassa_session")).toBeUndefined()
+  })
+
+  it("sign-in without the form's token, or from another site, is refused", async () => {
+    const user = await createUser(server)
+    const client = new DashboardClient(server.baseUrl)
+    await client.get("/dashboard/login")
+    const noToken = await client.post(
+      "/dashboard/login",
+      { email: user.email, password: user.password },
+      { csrf: false }
+    )
+    expect(noToken.status).toBe(403)
+    const crossSite = await client.post(
+      "/dashboard/login",
+      { email: user.email, password: user.password },
+      { headers: { origin: "https://evil.example", "sec-fetch-site": "cross-site" } }
+    )
+    expect(crossSite.status).toBe(403)
+    expect(client.cookie("kassa_session")).toBeUndefined()
+  })
+
+  it("after sign-in only dashboard paths are followed (no open redirect)", async () => {
+    const user = await createUser(server)
+    for (const next of ["https://evil.example/", "//evil.example/dashboard", "/api/v1/payments", "/dashboardx"]) {
+      const client = new DashboardClient(server.baseUrl)
+      const answer = await client.login(user.email, user.password, next)
+      expect(answer.location, next).toBe("/dashboard")
+    }
+  })
+
+  it("signing out ends the session on the server, not only in the browser", async () => {
+    const user = await createUser(server, { roles: [[shop.application.id, "owner"]] })
+    const client = await DashboardClient.signIn(server, user)
+    const token = client.cookie("kassa_session") ?? ""
+    await client.get(`/dashboard/apps/${shop.application.id}`)
+    const out = await client.post("/dashboard/logout")
+    expect(out.status).toBe(303)
+    expect(client.cookie("kassa_session")).toBeUndefined()
+    const replay = await fetch(`${server.baseUrl}/dashboard/apps/${shop.application.id}`, {
+      redirect: "manual",
+      headers: { cookie: `kassa_session=${token}` }
+    })
+    expect(replay.status).toBe(303)
+    expect(replay.headers.get("location")).toMatch(/^\/dashboard\/login/)
+  })
+
+  it("sign-out is a form post with the session's token: a forged one changes nothing", async () => {
+    const user = await createUser(server, { roles: [[shop.application.id, "owner"]] })
+    const client = await DashboardClient.signIn(server, user)
+    await client.get(`/dashboard/apps/${shop.application.id}`)
+    const forged = await client.post("/dashboard/logout", {}, { csrf: "forged-token" })
+    expect(forged.status).toBe(403)
+    expect((await client.get(`/dashboard/apps/${shop.application.id}`)).status).toBe(200)
+  })
+
+  it("an operator admin lands on the applications; a member of one application lands in it", async () => {
+    const admin = await createUser(server, { operatorAdmin: true })
+    const member = await createUser(server, { roles: [[shop.application.id, "developer"]] })
+    const adminClient = await DashboardClient.signIn(server, admin)
+    expect((await adminClient.get("/dashboard")).location).toBe("/dashboard/operator/applications")
+    const memberClient = await DashboardClient.signIn(server, member)
+    expect((await memberClient.get("/dashboard")).location).toBe(`/dashboard/apps/${shop.application.id}`)
+  })
+
+  it("a user sees only applications they are a member of (others are 404, not 403)", async () => {
+    const other = await server.createApplication({ name: "Someone else's shop" })
+    const member = await createUser(server, { roles: [[shop.application.id, "viewer"]] })
+    const client = await DashboardClient.signIn(server, member)
+    expect((await client.get(`/dashboard/apps/${other.application.id}`)).status).toBe(404)
+    expect((await client.get("/dashboard/apps/not-a-uuid")).status).toBe(404)
+    expect((await client.get("/dashboard/operator/applications")).status).toBe(404)
+  })
+
+  it("sign-ins, failures and sign-outs are in the audit log with the address", async () => {
+    const user = await createUser(server)
+    const client = new DashboardClient(server.baseUrl)
+    await client.login(user.email, "a wrong password here")
+    await client.login(user.email, user.password)
+    const audit = await server.request("/admin/api/v1/audit?limit=100", { key: server.adminToken })
+    expect(audit.status).toBe(200)
+    const entries = (audit.body as { data: Array<{ actor: string; action: string; ip: string | null }> }).data.filter(
+      (entry) => entry.actor === user.email
+    )
+    expect(entries.map((entry) => entry.action)).toEqual(["user.signed_in", "user.sign_in_failed"])
+    for (const entry of entries) expect(entry.ip).toBe("127.0.0.1")
+  })
+
+  it("dashboard pages forbid framing and scripts other than the server's own", async () => {
+    const login = await fetch(`${server.baseUrl}/dashboard/login`)
+    const policy = login.headers.get("content-security-policy") ?? ""
+    expect(policy).toContain("frame-ancestors 'none'")
+    expect(policy).not.toContain("unsafe-inline'; script")
+    expect(policy).not.toMatch(/script-src[^;]*unsafe-inline/)
+    expect(login.headers.get("x-frame-options")).toBe("DENY")
+  })
+})
