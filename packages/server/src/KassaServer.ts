@@ -9,7 +9,7 @@ import { createServer } from "node:http"
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { InvalidRequest, MerchantApi } from "@kassa/core"
-import { ByteSize, Effect, Layer } from "effect"
+import { ByteSize, Effect, Layer, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { ApiKeyRepository } from "./applications/ApiKeyRepository.ts"
@@ -77,15 +77,38 @@ export const Services = Layer.merge(PaymentServices.layer, DashboardServices.lay
   Layer.provideMerge(NodeCrypto.layer)
 )
 
+/** The server could not bind its address: the start stops with a message naming the address and the settings. */
+export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", {
+  address: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `cannot listen on ${this.address} (${this.reason}); choose another KASSA_PORT or KASSA_HOST`
+  }
+}
+
 /** The HTTP server on the configured host and port. In-flight requests get 10 s to finish on shutdown. */
 const HttpServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* ServerConfig
-    return NodeHttpServer.layer(createServer, {
+    const server = NodeHttpServer.layer(createServer, {
       port: config.port,
       host: config.host,
       gracefulShutdownTimeout: "10 seconds"
     })
+    // Node's EADDRINUSE with a stack says little to an operator; the handler fails, so it provides nothing.
+    return server.pipe(
+      Layer.catchTag("ServeError", (error) =>
+        Layer.effectContext<Layer.Success<typeof server>, ListenError, never>(
+          Effect.fail(
+            new ListenError({
+              address: `${config.host}:${config.port}`,
+              reason: error.cause instanceof Error ? error.cause.message : String(error.cause)
+            })
+          )
+        )
+      )
+    )
   })
 )
 

@@ -52,7 +52,7 @@ describe.runIf(databases.includes("postgres"))("a server killed mid-burst", () =
         KASSA_ENV: "development",
         KASSA_DATA_DIR: dataDir
       },
-      timeoutMs: 20_000
+      timeoutMs: 60_000
     })
   }
 

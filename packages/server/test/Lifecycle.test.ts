@@ -4,10 +4,11 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
-import { request as httpRequest } from "node:http"
+import { createServer, request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { freePort } from "./support/TestServer.ts"
 
 const main = join(import.meta.dirname, "..", "src", "main.ts")
 const dataDirs: Array<string> = []
@@ -43,22 +44,22 @@ const start = (env: Record<string, string>): Started => {
   return { child, output: () => output, exited }
 }
 
-const waitForHealth = async (port: number, timeoutMs = 30_000) => {
+/** Resolves once /healthz answers; fails at once, with what the process printed, when it exits first. */
+const waitForHealth = async (started: Started, port: number, timeoutMs = 60_000) => {
+  let exited = false
+  void started.exited.then(() => {
+    exited = true
+  })
   const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/healthz`)
-      if (response.status === 200) return
-    } catch {
-      // not listening yet
-    }
+  while (Date.now() < deadline && !exited) {
+    const healthy = await fetch(`http://127.0.0.1:${port}/healthz`)
+      .then((response) => response.status === 200)
+      .catch(() => false) // not listening yet
+    if (healthy) return
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  throw new Error("the server did not become healthy")
+  throw new Error(`the server did not become healthy (${exited ? "it exited" : "timed out"}): ${started.output()}`)
 }
-
-let nextPort = 47_100 + Math.floor(Math.random() * 500)
-const port = () => nextPort++
 
 describe("start and stop", () => {
   it("a bad setting stops the start with a message that names it", async () => {
@@ -74,15 +75,34 @@ describe("start and stop", () => {
     expect(started.output()).toContain("KASSA_ENV")
   })
 
+  it("a port already in use stops the start with a message that names the address and KASSA_PORT", async () => {
+    const serverPort = await freePort()
+    const squatter = createServer()
+    await new Promise<void>((resolve) => squatter.listen(serverPort, "127.0.0.1", resolve))
+    try {
+      const started = start({ KASSA_PORT: String(serverPort), KASSA_DATA_DIR: freshDataDir() })
+      expect(await started.exited).not.toBe(0)
+      expect(started.output()).toContain(`ListenError: cannot listen on 127.0.0.1:${serverPort}`)
+      expect(started.output()).toContain("EADDRINUSE")
+      expect(started.output()).toContain("KASSA_PORT")
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve))
+    }
+  }, 120_000)
+
   it("production refuses to start without KASSA_ADMIN_TOKEN and KASSA_SECRET_KEY", async () => {
-    const started = start({ KASSA_ENV: "production", KASSA_PORT: String(port()), KASSA_DATA_DIR: freshDataDir() })
+    const started = start({
+      KASSA_ENV: "production",
+      KASSA_PORT: String(await freePort()),
+      KASSA_DATA_DIR: freshDataDir()
+    })
     expect(await started.exited).not.toBe(0)
     expect(started.output()).toContain("KASSA_ADMIN_TOKEN")
     expect(started.output()).toContain("KASSA_SECRET_KEY")
   })
 
   it("in production, logs are JSON lines; the request line carries the Request-Id; no secret is logged", async () => {
-    const serverPort = port()
+    const serverPort = await freePort()
     const secrets = {
       KASSA_ADMIN_TOKEN: "admin-token-for-log-test-0123456789",
       KASSA_SECRET_KEY: "secret-key-for-log-test-0123456789"
@@ -93,7 +113,7 @@ describe("start and stop", () => {
       KASSA_DATA_DIR: freshDataDir(),
       ...secrets
     })
-    await waitForHealth(serverPort)
+    await waitForHealth(started, serverPort)
     const response = await fetch(`http://127.0.0.1:${serverPort}/nothing-here`, {
       headers: { authorization: `Bearer ${secrets.KASSA_ADMIN_TOKEN}` }
     })
@@ -112,14 +132,14 @@ describe("start and stop", () => {
     expect(requestLine?.annotations["http.status"]).toBe(404)
     expect(started.output()).not.toContain(secrets.KASSA_ADMIN_TOKEN)
     expect(started.output()).not.toContain(secrets.KASSA_SECRET_KEY)
-  }, 60_000)
+  }, 120_000)
 
   it("SIGTERM lets an in-flight request finish, then exits cleanly; a restart finds the same data", async () => {
     const dataDir = freshDataDir()
-    const serverPort = port()
+    const serverPort = await freePort()
     const env = { KASSA_PORT: String(serverPort), KASSA_DATA_DIR: dataDir }
     const first = start(env)
-    await waitForHealth(serverPort)
+    await waitForHealth(first, serverPort)
 
     // A request whose body is still arriving when SIGTERM comes: it must get its answer.
     const answered = new Promise<number>((resolve, reject) => {
@@ -148,8 +168,8 @@ describe("start and stop", () => {
 
     // The embedded database was closed cleanly: a new process opens the same directory.
     const second = start(env)
-    await waitForHealth(serverPort)
+    await waitForHealth(second, serverPort)
     second.child.kill("SIGTERM")
     expect(await second.exited).toBe(0)
-  }, 90_000)
+  }, 180_000)
 })

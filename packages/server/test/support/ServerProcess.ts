@@ -37,7 +37,7 @@ export const startServerProcess = async (options: {
     child.kill("SIGKILL")
     await exited
   }
-  for (let waited = 0; waited < (options.timeoutMs ?? 30_000); waited += 100) {
+  for (let waited = 0; waited < (options.timeoutMs ?? 60_000); waited += 100) {
     if (child.exitCode !== null) throw new Error(`${name} exited early: ${stderr}`)
     const healthy = await fetch(`http://127.0.0.1:${options.port}/healthz`)
       .then((response) => response.ok)

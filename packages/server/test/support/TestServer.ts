@@ -4,7 +4,7 @@
  * with `fetch`; `run` reaches its services for fixtures and for checking what was stored.
  */
 
-import { type AddressInfo, connect, createServer } from "node:net"
+import { connect, createServer } from "node:net"
 import { PgClient } from "@effect/sql-pg"
 import { Application } from "@kassa/core"
 import type { Context, Duration } from "effect"
@@ -47,16 +47,23 @@ export const databases: ReadonlyArray<DatabaseKind> = (await reachable(postgresU
   ? ["pglite", "postgres"]
   : ["pglite"]
 
-/** A port nobody listens on right now. */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
+/**
+ * A port nobody uses right now, chosen below Linux's ephemeral range (32768–60999). A port the kernel handed out with
+ * `listen(0)` can be handed out again to any outgoing connection — a PostgreSQL client, a `fetch` of another test —
+ * before a server process that takes seconds to start binds it; one CI run lost a test to that. Below the range only
+ * another test's `freePort` can pick it, at random among 22,000, and the bind check skips ports in use.
+ */
+export const freePort = async (): Promise<number> => {
+  for (;;) {
+    const port = 10_000 + Math.floor(Math.random() * 22_000)
+    const bound = await new Promise<boolean>((resolve) => {
+      const server = createServer()
+      server.once("error", () => resolve(false))
+      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
     })
-  })
+    if (bound) return port
+  }
+}
 
 /** Runs one statement on the maintenance database (CREATE / DROP DATABASE). */
 export const maintenance = (statement: string) =>
