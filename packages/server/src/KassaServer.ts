@@ -28,6 +28,7 @@ import type * as RouteFallback from "./http/RouteFallback.ts"
 import { TestHandlers } from "./http/TestHandlers.ts"
 import * as OperatorHandlers from "./operator/OperatorHandlers.ts"
 import * as DocsPages from "./pages/DocsPages.ts"
+import { PaymentProvider } from "./payments/PaymentProvider.ts"
 import * as PaymentServices from "./payments/PaymentServices.ts"
 import { ServerSecrets } from "./security/ServerSecrets.ts"
 import * as WebhookServices from "./webhooks/WebhookServices.ts"
@@ -65,17 +66,24 @@ const Routes = Layer.mergeAll(
   ResponseMiddleware.layer(knownRoutes())
 )
 
-/** Services the routes use, over one database connection pool. */
-export const Services = Layer.merge(PaymentServices.layer, DashboardServices.layer).pipe(
-  // The webhook engine: its dispatcher fibers, and the wake-up the event outbox calls after a commit.
-  Layer.provideMerge(WebhookServices.layer),
-  Layer.provideMerge(Authentication.MerchantAuth.layer),
-  Layer.provideMerge(ClientAddress.layer),
-  Layer.provideMerge(Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer)),
-  Layer.provideMerge(Database.layer),
-  Layer.provideMerge(ServerSecrets.layer),
-  Layer.provideMerge(NodeCrypto.layer)
-)
+/**
+ * Services the routes use, over one database connection pool, with the given payment provider boundary (the
+ * simulator and the live provider in production; tests may record what the provider is asked).
+ */
+export const servicesWith = (provider: Layer.Layer<PaymentProvider>) =>
+  Layer.merge(PaymentServices.layer.pipe(Layer.provide(provider)), DashboardServices.layer).pipe(
+    // The webhook engine: its dispatcher fibers, and the wake-up the event outbox calls after a commit.
+    Layer.provideMerge(WebhookServices.layer),
+    Layer.provideMerge(Authentication.MerchantAuth.layer),
+    Layer.provideMerge(ClientAddress.layer),
+    Layer.provideMerge(Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer)),
+    Layer.provideMerge(Database.layer),
+    Layer.provideMerge(ServerSecrets.layer),
+    Layer.provideMerge(NodeCrypto.layer)
+  )
+
+/** Services the routes use, with the production provider boundary. */
+export const Services = servicesWith(PaymentProvider.layer)
 
 /** The server could not bind its address: the start stops with a message naming the address and the settings. */
 export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", {
@@ -115,10 +123,14 @@ const HttpServerLive = Layer.unwrap(
 /** Bodies over 1 MiB are refused with 413 `http_error` (decisions §2; rendered by the core's InvalidRequest). */
 const BodyLimit = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.mebibytes(1))
 
+/** The whole server, given its settings (`ServerConfig`) and a payment provider boundary. */
+export const layerWith = (options: { readonly provider: Layer.Layer<PaymentProvider> }) =>
+  HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+    Layer.provide(BodyLimit),
+    // HttpServer stays visible so tests can read the bound address.
+    Layer.provideMerge(HttpServerLive),
+    Layer.provideMerge(servicesWith(options.provider))
+  )
+
 /** The whole server, given its settings (`ServerConfig`). */
-export const layer = HttpRouter.serve(Routes, { disableLogger: true }).pipe(
-  Layer.provide(BodyLimit),
-  // HttpServer stays visible so tests can read the bound address.
-  Layer.provideMerge(HttpServerLive),
-  Layer.provideMerge(Services)
-)
+export const layer = layerWith({ provider: PaymentProvider.layer })

@@ -1,19 +1,17 @@
 /**
- * Everything payments need, as one layer: the service, its repository, the event outbox, the provider boundary,
- * idempotency keys and the expiry sweeper (whose fiber lives as long as the layer). Needs the database
- * (`SqlClient`, `PgClient`), `ApplicationRepository`, `ServerConfig` and `SecureRandom`.
+ * Everything payments need, as one layer: the service, its repository, the event outbox, idempotency keys and the
+ * expiry sweeper (whose fiber lives as long as the layer). Needs the database (`SqlClient`, `PgClient`),
+ * `ApplicationRepository`, `ServerConfig`, `SecureRandom` and the provider boundary (`PaymentProvider`), which the
+ * server provides so that tests can put a recording provider in its place.
  */
 import { Layer } from "effect"
 import { EventOutbox } from "./EventOutbox.ts"
 import { ExpirySweeper } from "./ExpirySweeper.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
-import { PaymentProvider } from "./PaymentProvider.ts"
 import { PaymentRepository } from "./PaymentRepository.ts"
 import { Payments } from "./Payments.ts"
 
 export const layer = ExpirySweeper.layer.pipe(
   Layer.provideMerge(Payments.layer),
-  Layer.provideMerge(
-    Layer.mergeAll(PaymentRepository.layer, EventOutbox.layer, PaymentProvider.layer, IdempotencyStore.layer)
-  )
+  Layer.provideMerge(Layer.mergeAll(PaymentRepository.layer, EventOutbox.layer, IdempotencyStore.layer))
 )

@@ -18,6 +18,7 @@ import {
 } from "../../src/applications/ApplicationRepository.ts"
 import { ServerConfig, type ServerSettings } from "../../src/config/ServerConfig.ts"
 import * as KassaServer from "../../src/KassaServer.ts"
+import { PaymentProvider } from "../../src/payments/PaymentProvider.ts"
 import { PollInterval } from "../../src/webhooks/Dispatcher.ts"
 
 export type DatabaseKind = "pglite" | "postgres"
@@ -109,6 +110,8 @@ export const startServer = async (
     readonly logLevel?: LogLevel.LogLevel
     /** The delivery engine's polling backstop (1 s in production). */
     readonly pollInterval?: Duration.Duration
+    /** The payment provider boundary (the production one unless a test records what the provider is asked). */
+    readonly provider?: Layer.Layer<PaymentProvider>
   } = {}
 ): Promise<RunningServer> => {
   const port = await freePort()
@@ -134,7 +137,13 @@ export const startServer = async (
   const quiet = Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Warn")
   const poll = options.pollInterval === undefined ? Layer.empty : Layer.succeed(PollInterval, options.pollInterval)
   const context = (await Effect.runPromise(
-    Layer.buildWithScope(KassaServer.layer.pipe(Layer.provide(config), Layer.provide(Layer.merge(quiet, poll))), scope)
+    Layer.buildWithScope(
+      KassaServer.layerWith({ provider: options.provider ?? PaymentProvider.layer }).pipe(
+        Layer.provide(config),
+        Layer.provide(Layer.merge(quiet, poll))
+      ),
+      scope
+    )
   )) as Context.Context<ServerServices | HttpServer.HttpServer>
   const run = <A, E>(effect: Effect.Effect<A, E, ServerServices>) => Effect.runPromise(Effect.provide(effect, context))
   const baseUrl = `http://127.0.0.1:${port}`
