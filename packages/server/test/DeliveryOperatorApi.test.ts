@@ -196,6 +196,13 @@ describe.each(databases)("the operator's webhook deliveries on %s", (database) =
     const response = await admin(`/deliveries/${before.id}/resend`, { method: "POST" })
     expect(response.status, response.text).toBe(202)
     expect(response.body).toMatchObject({ id: before.id, event_id: before.event_id, status: "pending" })
+    // Audited under the delivery's application, though the path names only the delivery.
+    const audit = await admin("/audit?limit=1")
+    expect((audit.body as { data: Array<unknown> }).data[0]).toMatchObject({
+      action: "operator_api.deliveries.resend",
+      application_id: applicationId,
+      target: `/admin/api/v1/deliveries/${before.id}/resend`
+    })
 
     const requests = await receiver.waitFor(count + 1, path)
     const resent = requests.at(-1)

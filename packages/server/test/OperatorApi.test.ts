@@ -8,6 +8,7 @@ import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
 import { ApplicationRepository, parseApplicationId } from "../src/applications/ApplicationRepository.ts"
+import { DashboardClient } from "./support/DashboardClient.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 const base = "/admin/api/v1"
@@ -646,6 +647,8 @@ describe.each(databases)("operator API on %s", (database) => {
         operator_admin: true,
         created_at: expect.stringMatching(timestamp),
         last_login_at: null,
+        active: true,
+        deactivated_at: null,
         memberships: []
       })
       expect(created.text).not.toContain("a long enough password")
@@ -667,6 +670,110 @@ describe.each(databases)("operator API on %s", (database) => {
         await admin("/users", { method: "POST", body: { ...body, email: address.toUpperCase() } })
       )
       expect(taken.email).toEqual(["a user with this e-mail address exists"])
+    })
+
+    const newUser = async (password = "the first long password") => {
+      const created = await admin("/users", { method: "POST", body: { email: email(), password } })
+      expect(created.status).toBe(201)
+      return { ...(created.body as { id: string; email: string }), password }
+    }
+    /** Whether this browser's session still opens the dashboard. */
+    const signedIn = async (client: DashboardClient) => (await client.get("/dashboard")).status === 200
+    const tryLogin = (address: string, password: string) => new DashboardClient(server.baseUrl).login(address, password)
+
+    it("a new password clears the lock-out and ends every session of the user; the old one stops working", async () => {
+      const user = await newUser()
+      const browser = await DashboardClient.signIn(server, user)
+      expect(await signedIn(browser)).toBe(true)
+      for (let i = 0; i < 5; i++) await tryLogin(user.email, "not the password at all")
+      expect((await tryLogin(user.email, user.password)).status).toBe(429)
+
+      const changed = await admin(`/users/${user.id}`, {
+        method: "PATCH",
+        body: { password: "the second long password" }
+      })
+      expect(changed.status, changed.text).toBe(200)
+      expect(changed.text).not.toContain("the second long password")
+      expect(await signedIn(browser)).toBe(false)
+      expect((await tryLogin(user.email, user.password)).status).toBe(401)
+      expect((await tryLogin(user.email, "the second long password")).status).toBe(303)
+    })
+
+    it("deactivating ends every session and refuses sign-in like a wrong password; reactivating lets them back", async () => {
+      const { application } = await createApplication()
+      const user = await newUser()
+      expect(
+        (await admin(`/users/${user.id}/memberships/${application.id}`, { method: "PUT", body: { role: "owner" } }))
+          .status
+      ).toBe(200)
+      const browser = await DashboardClient.signIn(server, user)
+
+      const deactivated = await admin(`/users/${user.id}`, { method: "PATCH", body: { active: false } })
+      expect(deactivated.status).toBe(200)
+      expect(deactivated.body).toMatchObject({
+        active: false,
+        deactivated_at: expect.stringMatching(timestamp),
+        memberships: [{ application_id: application.id, role: "owner" }]
+      })
+      expect(await signedIn(browser)).toBe(false)
+      const right = await tryLogin(user.email, user.password)
+      const wrong = await tryLogin(user.email, "not the password at all")
+      expect(right.status).toBe(401)
+      // The same page either way (but for the form's one-time tokens): deactivation is not revealed.
+      const tokensOut = (html: string) => html.replace(/[A-Za-z0-9_-]{32,}/g, "")
+      expect(tokensOut(right.html)).toBe(tokensOut(wrong.html))
+      const listed = (await admin("/users")).body as { data: Array<{ id: string; active: boolean }> }
+      expect(listed.data.find((entry) => entry.id === user.id)?.active).toBe(false)
+
+      const reactivated = await admin(`/users/${user.id}`, { method: "PATCH", body: { active: true } })
+      expect(reactivated.body).toMatchObject({ active: true, deactivated_at: null })
+      const back = await DashboardClient.signIn(server, user)
+      expect((await back.get(`/dashboard/apps/${application.id}`)).status).toBe(200)
+    })
+
+    it("makes a user an operator admin and takes it back; an empty change changes nothing", async () => {
+      const user = await newUser()
+      const granted = await admin(`/users/${user.id}`, { method: "PATCH", body: { operator_admin: true } })
+      expect(granted.body).toMatchObject({ id: user.id, operator_admin: true, active: true })
+      const browser = await DashboardClient.signIn(server, user)
+      expect((await browser.get("/dashboard/operator/applications")).status).toBe(200)
+      const taken = await admin(`/users/${user.id}`, { method: "PATCH", body: { operator_admin: false } })
+      expect(taken.body).toMatchObject({ operator_admin: false })
+      expect((await browser.get("/dashboard/operator/applications")).status).toBe(404)
+      const unchanged = await admin(`/users/${user.id}`, { method: "PATCH", body: {} })
+      expect(unchanged.body).toEqual(taken.body)
+      // Taking the role away ends no session; only a new password or deactivation does.
+      expect(await signedIn(browser)).toBe(true)
+    })
+
+    it("changing users: unknown ids are not_found, bad bodies validation_failed, and the change is audited", async () => {
+      for (const id of [crypto.randomUUID(), "not-an-id"]) {
+        const response = await admin(`/users/${id}`, { method: "PATCH", body: { active: false } })
+        expect(response.status).toBe(404)
+        expect((response.body as { error: { code: string } }).error.code).toBe("not_found")
+      }
+      const user = await newUser()
+      const fields = validationFields(
+        await admin(`/users/${user.id}`, {
+          method: "PATCH",
+          body: { password: "short", active: "no", operator_admin: 1, email: "x@y.example" }
+        })
+      )
+      expect(Object.keys(fields).sort()).toEqual(["active", "email", "operator_admin", "password"])
+      expect(fields.password).toEqual(["password must be at least 12 characters"])
+      // Nothing was changed by the refused request.
+      expect((await tryLogin(user.email, user.password)).status).toBe(303)
+
+      expect(
+        (await admin(`/users/${user.id}`, { method: "PATCH", body: { password: "the audited long password" } })).status
+      ).toBe(200)
+      const log = await admin("/audit?limit=1")
+      expect((log.body as { data: Array<unknown> }).data[0]).toMatchObject({
+        action: "operator_api.users.update",
+        actor: "admin token",
+        target: `/admin/api/v1/users/${user.id}`
+      })
+      expect(log.text).not.toContain("the audited long password")
     })
 
     it("gives and takes roles; unknown users, applications and roles are refused", async () => {
@@ -711,7 +818,8 @@ describe.each(databases)("operator API on %s", (database) => {
       expect((log.body as { data: Array<{ action: string }> }).data.map((entry) => entry.action)).toEqual([
         "operator_api.users.removeMembership",
         "operator_api.users.setMembership",
-        "operator_api.users.setMembership"
+        "operator_api.users.setMembership",
+        "operator_api.applications.create"
       ])
     })
 
@@ -730,9 +838,11 @@ describe.each(databases)("operator API on %s", (database) => {
       const { data } = log.body as {
         data: Array<{ id: number; actor: string; action: string; target: string; ip: string }>
       }
+      // The creation is filed under the application it created, though its path names none.
       expect(data.map((entry) => entry.action)).toEqual([
         "operator_api.keys.create",
-        "operator_api.applications.update"
+        "operator_api.applications.update",
+        "operator_api.applications.create"
       ])
       for (const entry of data) {
         expect(entry.actor).toBe("admin token")
@@ -741,7 +851,8 @@ describe.each(databases)("operator API on %s", (database) => {
       // The target is the path the change was made on.
       expect(data.map((entry) => entry.target)).toEqual([
         `/admin/api/v1/applications/${application.id}/keys`,
-        `/admin/api/v1/applications/${application.id}`
+        `/admin/api/v1/applications/${application.id}`,
+        "/admin/api/v1/applications"
       ])
       expect(log.text).not.toMatch(/pk_(test|live)_[0-9A-Za-z]{32}/)
       const first = await admin(`/audit?application_id=${application.id}&limit=1`)
@@ -750,15 +861,29 @@ describe.each(databases)("operator API on %s", (database) => {
       expect((next.body as { data: Array<{ action: string }> }).data.map((entry) => entry.action)).toEqual([
         "operator_api.applications.update"
       ])
-      // A change whose path names no application (a key's roll) is filed under none.
+      // A key's roll and revocation name only the key in their paths: filed under the key's application.
       const key = await issueKey(application.id)
-      expect((await admin(`/keys/${key.id}/roll`, { method: "POST" })).status).toBe(201)
-      const [latest] = ((await admin("/audit?limit=1")).body as { data: Array<Record<string, unknown>> }).data
-      expect(latest).toMatchObject({
-        action: "operator_api.keys.roll",
-        application_id: null,
-        target: `/admin/api/v1/keys/${key.id}/roll`
-      })
+      const rolled = await admin(`/keys/${key.id}/roll`, { method: "POST" })
+      expect(rolled.status).toBe(201)
+      const successor = (rolled.body as { id: string }).id
+      expect((await admin(`/keys/${successor}`, { method: "DELETE" })).status).toBe(200)
+      const latest = ((await admin("/audit?limit=2")).body as { data: Array<Record<string, unknown>> }).data
+      expect(latest).toMatchObject([
+        {
+          action: "operator_api.keys.revoke",
+          application_id: application.id,
+          target: `/admin/api/v1/keys/${successor}`
+        },
+        {
+          action: "operator_api.keys.roll",
+          application_id: application.id,
+          target: `/admin/api/v1/keys/${key.id}/roll`
+        }
+      ])
+      // A refused roll (the key is revoked now) names nothing and is not recorded.
+      expect((await admin(`/keys/${key.id}/roll`, { method: "POST" })).status).toBe(404)
+      const after = ((await admin("/audit?limit=1")).body as { data: Array<Record<string, unknown>> }).data
+      expect(after[0]?.action).toBe("operator_api.keys.revoke")
     })
 
     it("needs the admin token", async () => {
@@ -802,6 +927,7 @@ describe.each(databases)("operator API on %s", (database) => {
         "/admin/api/v1/keys/{key_id}",
         "/admin/api/v1/keys/{key_id}/roll",
         "/admin/api/v1/users",
+        "/admin/api/v1/users/{id}",
         "/admin/api/v1/users/{id}/memberships/{application_id}"
       ])
     })

@@ -3,7 +3,7 @@
  * what, on which application and object, when, and from which address. Entries are only ever added.
  */
 import type { Ids } from "@kassa/core"
-import { Context, DateTime, Effect, Layer } from "effect"
+import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { UserId } from "./UserRepository.ts"
 
@@ -98,3 +98,19 @@ export class AuditLog extends Context.Service<
     })
   )
 }
+
+/**
+ * The application an operator API change acted on, when its path does not name it (creating an application, rolling
+ * or revoking a key by its id): the handler names it, and the admin token's audit wrapper files the entry under it.
+ * Provided per request by that wrapper only; elsewhere naming does nothing.
+ */
+export class AuditSubject extends Context.Service<
+  AuditSubject,
+  { readonly name: (applicationId: Ids.ApplicationId) => Effect.Effect<void> }
+>()("@kassa/server/dashboard/AuditSubject") {}
+
+/** Names the application the current operator API change acted on (see `AuditSubject`). */
+export const nameApplication = (applicationId: Ids.ApplicationId): Effect.Effect<void> =>
+  Effect.flatMap(Effect.serviceOption(AuditSubject), (subject) =>
+    Option.isSome(subject) ? subject.value.name(applicationId) : Effect.void
+  )

@@ -59,6 +59,7 @@ export class SessionStore extends Context.Service<
         const rows = yield* sql`
           SELECT u.*, s.last_seen_at AS session_last_seen_at FROM sessions s JOIN users u ON u.id = s.user_id
           WHERE s.token_hash = ${tokenHash} AND s.expires_at > ${toDate(now)} AND s.last_seen_at > ${idleSince}
+            AND u.deactivated_at IS NULL
         `.pipe(Effect.orDie)
         const row = rows[0]
         if (row === undefined) return Option.none<Session>()

@@ -16,6 +16,17 @@ export interface User {
   readonly operatorAdmin: boolean
   readonly createdAt: DateTime.Utc
   readonly lastLoginAt: DateTime.Utc | null
+  /** When an operator deactivated the account; null while it is active. */
+  readonly deactivatedAt: DateTime.Utc | null
+}
+
+/** An operator's change to a user; unset fields stay as they are. */
+export interface UserChanges {
+  /** A new password: the lock-out is cleared and every session of the user ends. */
+  readonly password?: string | undefined
+  readonly operatorAdmin?: boolean | undefined
+  /** False deactivates (sign-in refused, every session ends; memberships kept); true reactivates. */
+  readonly active?: boolean | undefined
 }
 
 interface StoredUser extends User {
@@ -60,6 +71,7 @@ const userFromRow = (row: Record<string, unknown>): StoredUser => ({
   operatorAdmin: row.operator_admin === true,
   createdAt: utc(row.created_at),
   lastLoginAt: utcOrNull(row.last_login_at),
+  deactivatedAt: utcOrNull(row.deactivated_at),
   passwordHash: String(row.password_hash),
   throttle: { failures: Number(row.failed_logins), lockedUntil: utcOrNull(row.locked_until) }
 })
@@ -85,6 +97,8 @@ export class UserRepository extends Context.Service<
     /** Checks a password under the lock-out rule and records the outcome. */
     readonly signIn: (email: string, password: string) => Effect.Effect<SignIn>
     readonly setPassword: (id: UserId, password: string) => Effect.Effect<void>
+    /** An operator's change (`UserChanges`), in one transaction with the end of the user's sessions it implies. */
+    readonly update: (id: UserId, changes: UserChanges) => Effect.Effect<Option.Option<User>>
     readonly memberships: (id: UserId) => Effect.Effect<ReadonlyArray<Membership>>
     /** Every user's memberships in one query (for lists of users), by application name. */
     readonly allMemberships: Effect.Effect<ReadonlyArray<UserMembership>>
@@ -131,6 +145,11 @@ export class UserRepository extends Context.Service<
           return { _tag: "Refused", userId: null } satisfies SignIn as SignIn
         }
         const user = found.value
+        if (user.deactivatedAt !== null) {
+          // The same work and the same answer as a wrong password: a deactivated account is not revealed.
+          yield* PasswordHash.verify(password, user.passwordHash)
+          return { _tag: "Refused", userId: user.id } satisfies SignIn as SignIn
+        }
         const now = yield* DateTime.now
         if (LoginThrottle.isLocked(user.throttle, now) && user.throttle.lockedUntil !== null) {
           return { _tag: "Locked", userId: user.id, until: user.throttle.lockedUntil } satisfies SignIn as SignIn
@@ -189,6 +208,28 @@ export class UserRepository extends Context.Service<
           yield* sql`
             UPDATE users SET password_hash = ${passwordHash}, failed_logins = 0, locked_until = NULL WHERE id = ${id}
           `.pipe(Effect.orDie)
+        }),
+        update: Effect.fn("UserRepository.update")(function* (id: UserId, changes: UserChanges) {
+          const now = toDate(yield* DateTime.now)
+          const columns: Record<string, unknown> = {}
+          if (changes.password !== undefined) {
+            columns.password_hash = yield* PasswordHash.hash(changes.password)
+            columns.failed_logins = 0
+            columns.locked_until = null
+          }
+          if (changes.operatorAdmin !== undefined) columns.operator_admin = changes.operatorAdmin
+          if (changes.active !== undefined) columns.deactivated_at = changes.active ? null : now
+          const endsSessions = changes.password !== undefined || changes.active === false
+          return yield* Effect.gen(function* () {
+            const rows =
+              Object.keys(columns).length === 0
+                ? yield* sql`SELECT * FROM users WHERE id = ${id}`
+                : yield* sql`UPDATE users SET ${sql.update(columns)} WHERE id = ${id} RETURNING *`
+            const row = rows[0]
+            if (row === undefined) return Option.none<User>()
+            if (endsSessions) yield* sql`DELETE FROM sessions WHERE user_id = ${id}`
+            return Option.some(publicUser(userFromRow(row)))
+          }).pipe(sql.withTransaction, Effect.orDie)
         }),
         memberships: (id) => membershipsWhere(sql`m.user_id = ${id}`),
         allMemberships: membershipsWhere(sql`true`),

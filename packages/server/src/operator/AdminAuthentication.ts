@@ -12,7 +12,7 @@ import { Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { ClientAddress } from "../auth/ClientAddress.ts"
-import { AuditLog } from "../dashboard/AuditLog.ts"
+import { AuditLog, AuditSubject } from "../dashboard/AuditLog.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
 export const bearer = HttpApiSecurity.bearer.pipe(
@@ -40,30 +40,38 @@ export const layer = Layer.effect(
     const audit = yield* AuditLog
     const clientAddress = yield* ClientAddress
 
-    // Changes only (reads are not actions); the application is the one the path names, when it names one.
+    // Changes only (reads are not actions); the application is the one the path names, or the one the handler
+    // named (AuditSubject) when the path does not.
     const recorded = <E, R>(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
       action: string,
       method: string
-    ) =>
-      method === "GET"
-        ? httpEffect
-        : Effect.tap(httpEffect, (response) =>
-            response.status >= 400
-              ? Effect.void
-              : Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-                  const path = new URL(request.url, "http://kassa.invalid").pathname
-                  const application = /\/(?:applications|memberships)\/([0-9a-f-]{36})/.exec(path)?.[1] ?? null
-                  return audit.record(
-                    {
-                      label: "admin token",
-                      userId: null,
-                      ip: clientAddress.text(request)
-                    },
-                    { action, applicationId: application as Ids.ApplicationId | null, target: path }
-                  )
-                })
-          )
+    ) => {
+      if (method === "GET") return httpEffect
+      return Effect.suspend(() => {
+        let named: Ids.ApplicationId | null = null
+        const subject = AuditSubject.of({
+          name: (applicationId) =>
+            Effect.sync(() => {
+              named = applicationId
+            })
+        })
+        return Effect.tap(Effect.provideService(httpEffect, AuditSubject, subject), (response) =>
+          response.status >= 400
+            ? Effect.void
+            : Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+                const path = new URL(request.url, "http://kassa.invalid").pathname
+                const inPath = /\/(?:applications|memberships)\/([0-9a-f-]{36})/.exec(path)?.[1] as
+                  | Ids.ApplicationId
+                  | undefined
+                return audit.record(
+                  { label: "admin token", userId: null, ip: clientAddress.text(request) },
+                  { action, applicationId: inPath ?? named, target: path }
+                )
+              })
+        )
+      })
+    }
 
     return AdminAuthentication.of({
       bearer: (httpEffect, { credential, endpoint, group }) => {

@@ -30,8 +30,10 @@ import {
   MembershipBody,
   MembershipParams,
   UpdateApplicationBody,
+  UpdateUserBody,
   UserCreated,
   UserList,
+  UserParams,
   UserView,
   WebhookSecretCreated
 } from "./OperatorSchemas.ts"
@@ -175,6 +177,20 @@ export class OperatorUsersApi extends HttpApiGroup.make("operatorUsers")
     ),
     HttpApiEndpoint.get("list", "/users", { success: UserList }).annotateMerge(
       OpenApi.annotations({ summary: "List dashboard users", description: "With their memberships." })
+    ),
+    HttpApiEndpoint.patch("update", "/users/:id", {
+      params: UserParams,
+      payload: UpdateUserBody,
+      success: UserView,
+      error: [ErrorEnvelope.NotFound, ErrorEnvelope.ValidationFailed]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Change a dashboard user",
+        description:
+          "Set a new `password` (for a user who lost theirs: it clears the lock-out and ends every session), make " +
+          "the user an operator admin or not, or deactivate (`active: false`: sign-in refused, every session ends, " +
+          "memberships kept) and reactivate them. Users are never deleted: the audit log and refunds name them."
+      })
     ),
     HttpApiEndpoint.put("setMembership", "/users/:id/memberships/:application_id", {
       params: MembershipParams,

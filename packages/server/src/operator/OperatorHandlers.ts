@@ -14,7 +14,7 @@ import {
   toApplication
 } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
-import { AuditLog } from "../dashboard/AuditLog.ts"
+import { AuditLog, nameApplication } from "../dashboard/AuditLog.ts"
 import { type Membership, parseUserId, type User, UserRepository } from "../dashboard/UserRepository.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
@@ -109,6 +109,7 @@ export const ApplicationsHandlers = HttpApiBuilder.group(
           yield* settingsErrors(payload, input, production)
           const webhookSecret = yield* newSecret
           const stored = yield* applications.create(input, webhookSecret)
+          yield* nameApplication(stored.id)
           return { application: toApplication(stored), webhook_secret: webhookSecret }
         })
       )
@@ -172,6 +173,7 @@ export const KeysHandlers = HttpApiBuilder.group(
             rolled,
             () => new ApiError.NotFound({ message: "No active API key with this id." })
           )
+          yield* nameApplication(issued.application_id)
           return issuedView(issued)
         })
       )
@@ -179,8 +181,9 @@ export const KeysHandlers = HttpApiBuilder.group(
         "revoke",
         Effect.fn("Operator.revokeKey")(function* ({ params }) {
           // Revoking a revoked key answers the record unchanged: the request's intent already holds.
-          const revoked = yield* keys.revoke(yield* keyId(params.key_id))
-          return keyView(yield* Effect.fromOption(revoked, keyNotFound))
+          const revoked = yield* Effect.fromOption(yield* keys.revoke(yield* keyId(params.key_id)), keyNotFound)
+          yield* nameApplication(revoked.application_id)
+          return keyView(revoked)
         })
       )
   })
@@ -216,7 +219,9 @@ export const DeliveriesHandlers = HttpApiBuilder.group(
         "resend",
         Effect.fn("Operator.resendDelivery")(function* ({ params }) {
           const id = yield* Effect.fromOption(parseDeliveryId(params.id), deliveryNotFound)
-          return yield* Effect.fromOption(yield* dispatcher.resend(id), deliveryNotFound)
+          const resent = yield* Effect.fromOption(yield* dispatcher.resend(id), deliveryNotFound)
+          yield* nameApplication(resent.applicationId)
+          return resent.view
         })
       )
   })
@@ -238,6 +243,8 @@ export const UsersHandlers = HttpApiBuilder.group(
       operator_admin: user.operatorAdmin,
       created_at: user.createdAt,
       last_login_at: user.lastLoginAt,
+      active: user.deactivatedAt === null,
+      deactivated_at: user.deactivatedAt,
       memberships: memberships.map((membership) => ({
         application_id: membership.applicationId,
         role: membership.role
@@ -245,12 +252,13 @@ export const UsersHandlers = HttpApiBuilder.group(
     })
     const view = (user: User) => users.memberships(user.id).pipe(Effect.map((memberships) => wire(user, memberships)))
 
+    const parsedUserId = (id: string) => Effect.fromOption(parseUserId(id), userNotFound)
+
     const findPair = (id: string, applicationId: string) =>
       Effect.gen(function* () {
-        const user = yield* Option.match(parseUserId(id), {
-          onNone: () => Effect.fail(userNotFound()),
-          onSome: (userId) => users.find(userId).pipe(Effect.flatMap(Effect.fromOption(userNotFound)))
-        })
+        const user = yield* Effect.flatMap(parsedUserId(id), (userId) =>
+          users.find(userId).pipe(Effect.flatMap(Effect.fromOption(userNotFound)))
+        )
         const application = yield* findApplication(applications)(applicationId)
         return { user, application }
       })
@@ -284,6 +292,17 @@ export const UsersHandlers = HttpApiBuilder.group(
             )
           }))
         )
+      )
+      .handle(
+        "update",
+        Effect.fn("Operator.updateUser")(function* ({ params, payload }) {
+          const updated = yield* users.update(yield* parsedUserId(params.id), {
+            password: payload.password,
+            operatorAdmin: payload.operator_admin,
+            active: payload.active
+          })
+          return yield* view(yield* Effect.fromOption(updated, userNotFound))
+        })
       )
       .handle(
         "setMembership",

@@ -268,6 +268,20 @@ export const CreateUserBody = Schema.Struct({
   operator_admin: Schema.optionalKey(Schema.Boolean)
 }).annotate({ identifier: "CreateUserBody" })
 
+/**
+ * `PATCH /users/{id}`: an operator's change. A new `password` clears the lock-out and ends every session of the user;
+ * `active: false` deactivates the account (sign-in refused, sessions end, memberships kept), `true` reactivates it.
+ */
+export const UpdateUserBody = Schema.Struct({
+  password: Schema.optionalKey(Credentials.Password),
+  operator_admin: Schema.optionalKey(Schema.Boolean),
+  active: Schema.optionalKey(Schema.Boolean)
+}).annotate({ identifier: "UpdateUserBody" })
+
+export const UserParams = {
+  id: Schema.String.annotate({ description: "The user's id, a lower-case UUID." })
+}
+
 export const MembershipParams = {
   id: Schema.String.annotate({ description: "The user's id, a lower-case UUID." }),
   application_id: Schema.String.annotate({ description: "The application's id, a lower-case UUID." })
@@ -290,6 +304,8 @@ export const UserView = Schema.Struct({
   operator_admin: Schema.Boolean,
   created_at: Timestamp.Timestamp,
   last_login_at: Schema.NullOr(Timestamp.Timestamp),
+  active: Schema.Boolean.annotate({ description: "False once an operator deactivated the account." }),
+  deactivated_at: Schema.NullOr(Timestamp.Timestamp),
   memberships: Schema.Array(MembershipView)
 }).annotate({ identifier: "User" })
 

@@ -121,9 +121,11 @@ export class Dispatcher extends Context.Service<
     readonly runDue: (options?: { readonly at?: DateTime.Utc | undefined }) => Effect.Effect<RunSummary>
     /**
      * Resend (decisions §7): one immediate manual attempt of the same event, with a fresh `t`, outside the schedule.
-     * Answers the delivery as it is now (the attempt follows); none for an unknown id.
+     * Answers the delivery as it is now (the attempt follows) and its application; none for an unknown id.
      */
-    readonly resend: (id: Ids.DeliveryId) => Effect.Effect<Option.Option<DeliveryView>>
+    readonly resend: (
+      id: Ids.DeliveryId
+    ) => Effect.Effect<Option.Option<{ readonly view: DeliveryView; readonly applicationId: Ids.ApplicationId }>>
   }
 >()("@kassa/server/webhooks/Dispatcher") {
   /** The service and its fibers, which live as long as the layer. */
@@ -376,7 +378,7 @@ export class Dispatcher extends Context.Service<
 
       const resend = Effect.fn("Dispatcher.resend")(function* (id: Ids.DeliveryId) {
         const stored = yield* repo.find(id)
-        if (Option.isNone(stored)) return Option.none<DeliveryView>()
+        if (Option.isNone(stored)) return Option.none()
         const delivery = stored.value
         const view = yield* repo.view(id)
         yield* FiberSet.run(
@@ -392,7 +394,7 @@ export class Dispatcher extends Context.Service<
             yield* repo.recordManual(id, record, succeeded)
           }).pipe(Effect.catchCause((cause) => Effect.logError("Manual webhook attempt failed", cause)))
         )
-        return view
+        return Option.map(view, (current) => ({ view: current, applicationId: delivery.applicationId }))
       })
 
       return Dispatcher.of({ runDue, resend })

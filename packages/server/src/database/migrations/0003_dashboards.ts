@@ -19,7 +19,9 @@ export default Effect.gen(function* () {
       failed_logins integer NOT NULL DEFAULT 0,
       locked_until timestamptz,
       created_at timestamptz NOT NULL,
-      last_login_at timestamptz
+      last_login_at timestamptz,
+      -- Set by an operator: sign-in is refused and sessions are gone; the row stays for history (audit, refunds).
+      deactivated_at timestamptz
     )
   `
   yield* sql`
