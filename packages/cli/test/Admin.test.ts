@@ -262,6 +262,45 @@ describe("kassa admin users and audit", () => {
     expect(short.stderr).toContain("at least 12 characters")
   })
 
+  it("users set-password (generated, shown once), deactivate and reactivate", async () => {
+    const email = `cli-${crypto.randomUUID().slice(0, 8)}@shop.example`
+    const user = ok<{ id: string; password: string }>(
+      await kassa(["admin", "users", "create", "--email", email, "--json"], { env })
+    )
+    const browser = new DashboardClient(server.baseUrl)
+    expect((await browser.login(email, user.password)).status).toBe(303)
+
+    const reset = await kassa(["admin", "users", "set-password", user.id], { env })
+    expect(reset.code, reset.stderr).toBe(0)
+    expect(reset.stdout).toContain("The password is shown this once.")
+    const password = /Password\s+(\S+)/.exec(reset.stdout)?.[1] ?? ""
+    expect(password).toMatch(/^[0-9A-Za-z]{20}$/)
+    // The old session ended with the old password; the new one signs in.
+    expect((await browser.get("/dashboard")).status).toBe(303)
+    expect((await new DashboardClient(server.baseUrl).login(email, user.password)).status).toBe(401)
+    expect((await new DashboardClient(server.baseUrl).login(email, password)).status).toBe(303)
+
+    const chosen = await kassa(["admin", "users", "set-password", user.id, "--password", "a chosen long password"], {
+      env
+    })
+    expect(chosen.stdout).toContain(`New password set for ${email}`)
+    expect(chosen.stdout).not.toContain("a chosen long password")
+
+    const deactivated = await kassa(["admin", "users", "deactivate", user.id], { env })
+    expect(deactivated.code, deactivated.stderr).toBe(0)
+    expect(deactivated.stdout).toMatch(new RegExp(`${email}\\s+no\\s+no`))
+    expect((await new DashboardClient(server.baseUrl).login(email, "a chosen long password")).status).toBe(401)
+    const reactivated = ok<{ active: boolean }>(
+      await kassa(["admin", "users", "reactivate", user.id, "--json"], { env })
+    )
+    expect(reactivated.active).toBe(true)
+    expect((await new DashboardClient(server.baseUrl).login(email, "a chosen long password")).status).toBe(303)
+
+    const unknown = await kassa(["admin", "users", "deactivate", crypto.randomUUID(), "--json"], { env })
+    expect(unknown.code).toBe(1)
+    expect(json<{ error: { code: string } }>(unknown).error.code).toBe("not_found")
+  })
+
   it("audit lists operator actions with the admin token as actor", async () => {
     const created = ok<{ application: { id: string } }>(
       await kassa(["admin", "apps", "create", "--name", "Audited shop", "--json"], { env })
@@ -272,7 +311,8 @@ describe("kassa admin users and audit", () => {
       await kassa(["admin", "audit", "--application", id, "--json"], { env })
     )
     expect(page.data).toEqual([
-      expect.objectContaining({ actor: "admin token", action: "operator_api.applications.update", application_id: id })
+      expect.objectContaining({ actor: "admin token", action: "operator_api.applications.update", application_id: id }),
+      expect.objectContaining({ actor: "admin token", action: "operator_api.applications.create", application_id: id })
     ])
     const text = await kassa(["admin", "audit", "--limit", "5"], { env })
     expect(text.stdout).toMatch(/AT\s+ACTOR\s+ACTION/)

@@ -4,7 +4,7 @@
 import { type Application as CoreApplication, Credentials } from "@kassa/core"
 import { Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { request } from "../Operator.ts"
+import { type OperatorSettings, request } from "../Operator.ts"
 import { fields, output, reporting, table } from "../Output.ts"
 import * as Settings from "../Settings.ts"
 
@@ -54,6 +54,7 @@ interface User {
   readonly operator_admin: boolean
   readonly created_at: string
   readonly last_login_at: string | null
+  readonly active: boolean
   readonly memberships: ReadonlyArray<{ readonly application_id: string; readonly role: string }>
 }
 
@@ -435,12 +436,14 @@ const renderUsers = (users: ReadonlyArray<User>) =>
           ["id", "ID"],
           ["email", "E-mail"],
           ["operator_admin", "Operator admin"],
+          ["active", "Active"],
           ["memberships", "Roles"],
           ["last_login_at", "Last sign-in"]
         ],
         users.map((user) => ({
           ...user,
           operator_admin: user.operator_admin ? "yes" : "no",
+          active: user.active ? "yes" : "no",
           memberships: user.memberships.map((membership) => `${membership.role}@${membership.application_id}`).join(" ")
         }))
       )
@@ -520,9 +523,61 @@ const usersRemove = Command.make(
     )
 ).pipe(Command.withDescription("Remove a user from an application"))
 
+/** `PATCH /users/{id}` with one change, answered as the changed user. */
+const updateUser = (input: OperatorSettings & { readonly userId: string }, change: Record<string, unknown>) =>
+  request<User>(input, "PATCH", `/users/${path(input.userId)}`, change)
+
+const usersSetPassword = Command.make(
+  "set-password",
+  {
+    ...Settings.operator,
+    userId,
+    password: Flag.String("password").pipe(
+      Flag.withDescription("At least 12 characters; without it a random one is made and shown this once"),
+      Flag.optional
+    )
+  },
+  (input) =>
+    Effect.gen(function* () {
+      const generated = Option.isNone(input.password)
+      const password = Option.isSome(input.password) ? input.password.value : yield* Credentials.generatePassword
+      const user = yield* updateUser(input, { password })
+      return yield* output(input.json, generated ? { ...user, password } : user, () =>
+        generated
+          ? `${fields([
+              ["E-mail", user.email],
+              ["Password", password]
+            ])}\n\nThe password is shown this once. Every session of the user has ended.`
+          : `New password set for ${user.email}. Every session of the user has ended.`
+      )
+    }).pipe(reporting(input.json))
+).pipe(Command.withDescription("Give a user a new password (clears the lock-out and ends every session of the user)"))
+
+const usersDeactivate = Command.make("deactivate", { ...Settings.operator, userId }, (input) =>
+  updateUser(input, { active: false }).pipe(
+    Effect.flatMap((user) => output(input.json, user, (updated) => renderUsers([updated]))),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("Deactivate a user: sign-in refused, every session ends, roles kept"))
+
+const usersReactivate = Command.make("reactivate", { ...Settings.operator, userId }, (input) =>
+  updateUser(input, { active: true }).pipe(
+    Effect.flatMap((user) => output(input.json, user, (updated) => renderUsers([updated]))),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("Let a deactivated user sign in again"))
+
 const users = Command.make("users").pipe(
-  Command.withDescription("Dashboard users: create, list, grant, remove"),
-  Command.withSubcommands([usersCreate, usersList, usersGrant, usersRemove])
+  Command.withDescription("Dashboard users: create, list, grant, remove, set-password, deactivate, reactivate"),
+  Command.withSubcommands([
+    usersCreate,
+    usersList,
+    usersGrant,
+    usersRemove,
+    usersSetPassword,
+    usersDeactivate,
+    usersReactivate
+  ])
 )
 
 // --- audit ----------------------------------------------------------------------------------------------------------
