@@ -108,13 +108,22 @@ describe.each(databases)("the operator's dashboard pages on %s", (database) => {
     // The member's own page gives its form token, as a page of theirs would.
     expect((await memberClient.get(`/dashboard/apps/${shop.application.id}`)).status).toBe(200)
     for (const route of routes) {
-      const path = route.path.replace(":id", shop.application.id)
+      // The user pages are tried on the member's own account, the others on their application.
+      const path = route.path.replace(":id", route.path.includes("/users/") ? member.id : shop.application.id)
       const answer =
         route.method === "GET"
           ? await memberClient.get(path)
-          : await memberClient.post(path, { status: "active", name: "Taken over", email: member.email, mode: "live" })
+          : await memberClient.post(path, {
+              status: "active",
+              name: "Taken over",
+              email: member.email,
+              mode: "live",
+              change: "grant_admin",
+              password: "a password of my choice"
+            })
       expect(answer.status, `${route.method} ${path}`).toBe(404)
     }
+    expect((await memberClient.get("/dashboard/operator/applications")).status).toBe(404)
     expect(await statusOf(server, shop.application.id)).toBe("pending_review")
     expect((await stored(server, shop.application.id)).name).toBe("Member's shop")
 
@@ -509,6 +518,104 @@ describe.each(databases)("the operator's dashboard pages on %s", (database) => {
     const removed = await client.post(`${detail}/members/remove`, { user_id: userId })
     expect(removed.status).toBe(303)
     expect((await newcomer.get(`/dashboard/apps/${shop.application.id}`)).status).toBe(404)
+  })
+
+  /** A user made through the operator API, signed in, with their page's path. */
+  const someone = async () => {
+    const user = await createUser(server)
+    return { user, browser: await DashboardClient.signIn(server, user), page: `/dashboard/operator/users/${user.id}` }
+  }
+
+  it("sets a user's new password: their sessions end, the new one signs in, a short one is refused", async () => {
+    const { user, browser, page } = await someone()
+    const list = await client.get("/dashboard/operator/users")
+    expect(list.html).toContain(`href="${page}"`)
+    const shown = await client.get(page)
+    expect(shown.status).toBe(200)
+    expect(shown.html).toContain(user.email)
+    expect(shown.html).toContain("Set a new password")
+
+    const short = await client.post(`${page}/password`, { password: "short" })
+    expect(short.status).toBe(422)
+    expect(short.html).toContain("password must be at least 12 characters")
+    expect((await browser.get("/dashboard/account")).status).toBe(200)
+
+    const set = await client.post(`${page}/password`, { password: "a brand new long password" })
+    expect(set.status).toBe(303)
+    expect(set.location).toBe(`${page}?notice=password_set`)
+    expect((await client.get(set.location ?? "")).html).toContain("every session of the user has ended")
+    expect((await browser.get("/dashboard/account")).location).toMatch(/^\/dashboard\/login/)
+    expect((await new DashboardClient(server.baseUrl).login(user.email, user.password)).status).toBe(401)
+    await DashboardClient.signIn(server, { email: user.email, password: "a brand new long password" })
+  })
+
+  it("deactivates and reactivates a user, makes them operator admin and takes it back; never their own account", async () => {
+    const { user, browser, page } = await someone()
+    const change = async (wanted: string) => {
+      await client.get(page)
+      const answer = await client.post(`${page}/access`, { change: wanted })
+      expect(answer.status, answer.html).toBe(303)
+      return answer.location ?? ""
+    }
+    expect(await change("deactivate")).toBe(`${page}?notice=deactivated`)
+    expect((await client.get(page)).html).toContain("deactivated")
+    expect((await browser.get("/dashboard/account")).status).toBe(303)
+    expect((await new DashboardClient(server.baseUrl).login(user.email, user.password)).status).toBe(401)
+    expect((await client.get("/dashboard/operator/users")).html).toMatch(
+      new RegExp(`${user.email}</a></td>\\s*<td>—</td>\\s*<td><span class="status disabled">deactivated`)
+    )
+
+    expect(await change("reactivate")).toBe(`${page}?notice=reactivated`)
+    const back = await DashboardClient.signIn(server, user)
+    expect((await back.get("/dashboard/operator/applications")).status).toBe(404)
+    expect(await change("grant_admin")).toBe(`${page}?notice=admin_granted`)
+    expect((await back.get("/dashboard/operator/applications")).status).toBe(200)
+    expect(await change("revoke_admin")).toBe(`${page}?notice=admin_revoked`)
+    expect((await back.get("/dashboard/operator/applications")).status).toBe(404)
+
+    const bogus = await client.post(`${page}/access`, { change: "delete_everything" })
+    expect(bogus.status).toBe(422)
+
+    // Their own account: no buttons, and a post is refused (they could lock themselves out).
+    const own = `/dashboard/operator/users/${admin.id}`
+    const ownPage = await client.get(own)
+    expect(ownPage.html).toContain("This is your own account")
+    expect(ownPage.html).not.toContain(`action="${own}/access"`)
+    for (const [path, fields] of [
+      [`${own}/access`, { change: "deactivate" }],
+      [`${own}/access`, { change: "revoke_admin" }],
+      [`${own}/password`, { password: "a password nobody asked for" }]
+    ] as const) {
+      expect((await client.post(path, fields)).status).toBe(422)
+    }
+    expect((await client.get("/dashboard/operator/applications")).status).toBe(200)
+
+    const audit = await client.get(`/dashboard/operator/audit?actor=${encodeURIComponent(admin.email)}`)
+    for (const action of [
+      "user.deactivated",
+      "user.reactivated",
+      "user.operator_admin_granted",
+      "user.operator_admin_revoked"
+    ])
+      expect(audit.html).toContain(action)
+  })
+
+  it("unknown users are 404; forged posts to a user's page are 403 and change nothing", async () => {
+    for (const id of [crypto.randomUUID(), "not-an-id"]) {
+      expect((await client.get(`/dashboard/operator/users/${id}`)).status).toBe(404)
+    }
+    const { user, browser, page } = await someone()
+    await client.get(page)
+    for (const options of [
+      { csrf: "forged-token" },
+      { csrf: false as const },
+      { headers: { origin: "https://evil.example", "sec-fetch-site": "cross-site" } }
+    ]) {
+      expect((await client.post(`${page}/access`, { change: "deactivate" }, options)).status).toBe(403)
+      expect((await client.post(`${page}/password`, { password: "a forged long password" }, options)).status).toBe(403)
+    }
+    expect((await browser.get("/dashboard/account")).status).toBe(200)
+    await DashboardClient.signIn(server, user)
   })
 
   it("records every action in the audit log with the actor's e-mail and address, without secrets", async () => {

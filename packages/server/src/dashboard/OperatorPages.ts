@@ -30,7 +30,12 @@ import {
 } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { settingsRuleErrors } from "../operator/OperatorHandlers.ts"
-import { CreateApplicationBody, CreateUserBody, UpdateApplicationBody } from "../operator/OperatorSchemas.ts"
+import {
+  CreateApplicationBody,
+  CreateUserBody,
+  UpdateApplicationBody,
+  UpdateUserBody
+} from "../operator/OperatorSchemas.ts"
 import { emptyMemberForm } from "../pages/dashboard/ApplicationMembers.ts"
 import { respondPage } from "../pages/dashboard/DashboardLayout.ts"
 import {
@@ -49,6 +54,8 @@ import {
   deliveriesPage,
   type FieldMessages,
   paymentsPage,
+  type UserItem,
+  userPage,
   usersPage
 } from "../pages/dashboard/OperatorViews.ts"
 import { Payments } from "../payments/Payments.ts"
@@ -59,7 +66,7 @@ import { membershipSet, readMemberForm } from "./MemberForm.ts"
 import { OperatorQueries } from "./OperatorQueries.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
 import * as QueryFilters from "./QueryFilters.ts"
-import { parseUserId, UserRepository } from "./UserRepository.ts"
+import { parseUserId, type User, type UserChanges, UserRepository } from "./UserRepository.ts"
 
 const base = "/dashboard/operator"
 const applicationsPath = `${base}/applications`
@@ -79,6 +86,9 @@ export const routes = [
   { method: "GET", path: "/dashboard/operator/payments" },
   { method: "GET", path: "/dashboard/operator/users" },
   { method: "POST", path: "/dashboard/operator/users" },
+  { method: "GET", path: "/dashboard/operator/users/:id" },
+  { method: "POST", path: "/dashboard/operator/users/:id/password" },
+  { method: "POST", path: "/dashboard/operator/users/:id/access" },
   { method: "GET", path: "/dashboard/operator/audit" }
 ] as const
 
@@ -95,8 +105,21 @@ const notices: ReadonlyMap<string, string> = new Map([
   ["settings_unchanged", "Nothing to save: the settings were already like this."],
   ["member_saved", "The member is saved."],
   ["member_removed", "The member is removed."],
-  ["user_created", "The user is created and can sign in now."]
+  ["user_created", "The user is created and can sign in now."],
+  ["password_set", "The new password is set; every session of the user has ended."],
+  ["deactivated", "The user is deactivated: signed out everywhere, and sign-in is refused."],
+  ["reactivated", "The user is active again and can sign in."],
+  ["admin_granted", "The user is an operator admin now."],
+  ["admin_revoked", "The user is no longer an operator admin."]
 ])
+
+/** The account changes the user page offers: what the repository is asked, what is audited, which notice shows. */
+const accessChanges = {
+  deactivate: { changes: { active: false }, action: "user.deactivated", notice: "deactivated" },
+  reactivate: { changes: { active: true }, action: "user.reactivated", notice: "reactivated" },
+  grant_admin: { changes: { operatorAdmin: true }, action: "user.operator_admin_granted", notice: "admin_granted" },
+  revoke_admin: { changes: { operatorAdmin: false }, action: "user.operator_admin_revoked", notice: "admin_revoked" }
+} as const satisfies Record<string, { changes: UserChanges; action: string; notice: string }>
 
 const noticeOf = (signed: Signed) => {
   const code = signed.query.get("notice")
@@ -206,6 +229,17 @@ const parseDeliveryId = Schema.decodeUnknownOption(Ids.DeliveryId)
 const param = (signed: Signed, name: string, max = 200) => QueryFilters.param(signed.query, name, max)
 
 const toDate = (value: DateTime.Utc) => new Date(DateTime.toEpochMillis(value))
+const toDateOrNull = (value: DateTime.Utc | null) => (value === null ? null : toDate(value))
+
+const userItem = (user: User, memberships: UserItem["memberships"]): UserItem => ({
+  id: user.id,
+  email: user.email,
+  operatorAdmin: user.operatorAdmin,
+  lastLoginAt: toDateOrNull(user.lastLoginAt),
+  createdAt: toDate(user.createdAt),
+  deactivatedAt: toDateOrNull(user.deactivatedAt),
+  memberships
+})
 
 type Response = HttpServerResponse.HttpServerResponse
 
@@ -572,18 +606,98 @@ export const layer = Layer.unwrap(
           viewer: signed.viewer,
           notice: noticeOf(signed),
           form,
-          users: all.map((user) => ({
-            id: user.id,
-            email: user.email,
-            operatorAdmin: user.operatorAdmin,
-            lastLoginAt: user.lastLoginAt === null ? null : toDate(user.lastLoginAt),
-            createdAt: toDate(user.createdAt),
-            memberships: memberships.filter((membership) => membership.userId === user.id)
-          }))
+          users: all.map((user) =>
+            userItem(
+              user,
+              memberships.filter((membership) => membership.userId === user.id)
+            )
+          )
         }),
         status
       )
     })
+
+    /** Runs `f` for an operator admin with the user of the path (404 when there is none). */
+    const withUser = <E, R>(
+      request: HttpServerRequest.HttpServerRequest,
+      f: (signed: Signed, user: User) => Effect.Effect<Response, E, R>
+    ) =>
+      guard.operator(request, (signed) =>
+        Effect.gen(function* () {
+          const params = yield* HttpRouter.params
+          const id = parseUserId(params.id ?? "")
+          if (Option.isNone(id)) return notFoundPage()
+          const found = yield* users.find(id.value)
+          if (Option.isNone(found)) return notFoundPage()
+          return yield* f(signed, found.value)
+        })
+      )
+
+    const showUser = Effect.fn("OperatorPages.user")(function* (
+      signed: Signed,
+      user: User,
+      refused: { readonly problem?: string; readonly passwordError?: string } = {},
+      status = 200
+    ) {
+      const memberships = yield* users.memberships(user.id)
+      return respondPage(
+        userPage({
+          viewer: signed.viewer,
+          notice: noticeOf(signed),
+          user: userItem(user, memberships),
+          self: user.id === signed.session.user.id,
+          ...refused
+        }),
+        status
+      )
+    })
+
+    /** Their own account is changed on the account page, which asks for the current password. */
+    const ownAccount = "This is your own account: change it on your account page."
+
+    const setUserPassword = (request: HttpServerRequest.HttpServerRequest) =>
+      withUser(request, (signed, user) =>
+        guard.form(signed, (form) =>
+          Effect.gen(function* () {
+            if (user.id === signed.session.user.id) return yield* showUser(signed, user, { problem: ownAccount }, 422)
+            // The password as typed: spaces count (the policy is length only).
+            const password = Option.getOrElse(UrlParams.getFirst(form.form, "password"), () => "")
+            const decoded = RequestValidation.validate(UpdateUserBody)({ password })
+            if (Result.isFailure(decoded) || decoded.success.password === undefined) {
+              const errors = Result.isFailure(decoded) ? joined(collectErrors({}, decoded.failure.fields, {})) : {}
+              return yield* showUser(signed, user, { passwordError: errors.password ?? "Enter a password." }, 422)
+            }
+            yield* users.update(user.id, { password: decoded.success.password })
+            yield* audit.record(signed.actor, {
+              action: "user.password_set",
+              target: user.id,
+              details: { email: user.email }
+            })
+            return redirect(`${base}/users/${user.id}?notice=password_set`)
+          })
+        )
+      )
+
+    const changeUserAccess = (request: HttpServerRequest.HttpServerRequest) =>
+      withUser(request, (signed, user) =>
+        guard.form(signed, (form) =>
+          Effect.gen(function* () {
+            const wanted = form.value("change")
+            if (!Object.hasOwn(accessChanges, wanted))
+              return yield* showUser(signed, user, { problem: "Choose one of the buttons." }, 422)
+            const change = accessChanges[wanted as keyof typeof accessChanges]
+            // An operator admin cannot lock themselves out (and so leave an installation without one).
+            if (user.id === signed.session.user.id) return yield* showUser(signed, user, { problem: ownAccount }, 422)
+            yield* users.update(user.id, change.changes)
+            yield* audit.record(signed.actor, {
+              action: change.action,
+              target: user.id,
+              details: { email: user.email }
+            })
+            return redirect(`${base}/users/${user.id}?notice=${change.notice}`)
+          })
+        )
+      )
 
     const usersList = (request: HttpServerRequest.HttpServerRequest) =>
       guard.operator(request, (signed) => showUsers(signed, { email: "", operatorAdmin: false, errors: {} }))
@@ -685,6 +799,11 @@ export const layer = Layer.unwrap(
       HttpRouter.route("GET", "/dashboard/operator/payments", payments),
       HttpRouter.route("GET", "/dashboard/operator/users", usersList),
       HttpRouter.route("POST", "/dashboard/operator/users", createUser),
+      HttpRouter.route("GET", "/dashboard/operator/users/:id", (request) =>
+        withUser(request, (signed, user) => showUser(signed, user))
+      ),
+      HttpRouter.route("POST", "/dashboard/operator/users/:id/password", setUserPassword),
+      HttpRouter.route("POST", "/dashboard/operator/users/:id/access", changeUserAccess),
       HttpRouter.route("GET", "/dashboard/operator/audit", auditLog)
     ])
   })

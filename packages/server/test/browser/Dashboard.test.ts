@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { checkAccessible, launch, screenshot } from "../support/Browser.ts"
-import { createUser, type DashboardUser } from "../support/DashboardClient.ts"
+import { createUser, DashboardClient, type DashboardUser } from "../support/DashboardClient.ts"
 import { type RunningServer, startServer, type TestApplication } from "../support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "../support/WebhookReceiver.ts"
 
@@ -273,7 +273,16 @@ describe("dashboards in Chromium", () => {
     await visit(page, "/dashboard/operator/applications/new", "16-operator-new-application")
     await visit(page, "/dashboard/operator/deliveries", "17-operator-deliveries")
     await visit(page, "/dashboard/operator/payments", "18-operator-payments")
+    const leaver = await createUser(server)
     await visit(page, "/dashboard/operator/users", "19-operator-users")
+    await page.getByRole("link", { name: leaver.email }).click()
+    await page.waitForURL(/\/dashboard\/operator\/users\/[0-9a-f-]{36}$/)
+    await checkAccessible(page)
+    await page.getByRole("button", { name: "Deactivate" }).click()
+    await page.waitForLoadState()
+    await expect.poll(() => page.locator(".notice").first().textContent()).toContain("deactivated")
+    await screenshot(page, "19-operator-user-deactivated")
+    expect((await new DashboardClient(server.baseUrl).login(leaver.email, leaver.password)).status).toBe(401)
     await visit(page, "/dashboard/operator/audit", "20-operator-audit")
     const audit = (await page.locator("main").textContent()) ?? ""
     expect(audit).toContain(admin.email)

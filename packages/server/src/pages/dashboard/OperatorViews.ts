@@ -4,9 +4,10 @@
  * heads, filter forms, one-time secrets). Templates only: every value goes through `html`, so it is escaped.
  */
 import type { DashboardAccess } from "@kassa/core"
-import type { UserMembership } from "../../dashboard/UserRepository.ts"
+import type { Membership } from "../../dashboard/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import {
+  actionForm,
   anyOf,
   badge,
   field,
@@ -247,7 +248,8 @@ export interface UserItem {
   readonly operatorAdmin: boolean
   readonly lastLoginAt: Date | null
   readonly createdAt: Date
-  readonly memberships: ReadonlyArray<UserMembership>
+  readonly deactivatedAt: Date | null
+  readonly memberships: ReadonlyArray<Membership>
 }
 
 export interface NewUserForm {
@@ -258,6 +260,79 @@ export interface NewUserForm {
 
 const roleLabel: Record<DashboardAccess.Role, string> = { owner: "owner", developer: "developer", viewer: "viewer" }
 
+const usersPath = "/dashboard/operator/users"
+
+const accountBadge = (user: Pick<UserItem, "deactivatedAt">): Html =>
+  user.deactivatedAt === null ? badge("active") : badge("disabled", "deactivated")
+
+const membershipList = (memberships: ReadonlyArray<Membership>): Html | ReadonlyArray<Html> =>
+  memberships.length === 0
+    ? html`<span class="muted">none</span>`
+    : memberships.map(
+        (membership) =>
+          html`<div>${operatorApplicationLink(membership.applicationId, membership.applicationName)} <span class="muted">(${roleLabel[membership.role]})</span></div>`
+      )
+
+/** One user: who they are, and what an operator admin can do for them. */
+export const userPage = (view: {
+  readonly viewer: Viewer
+  readonly notice?: string | undefined
+  /** A refused change, shown above everything. */
+  readonly problem?: string | undefined
+  readonly user: UserItem
+  /** The operator admin looking at their own account: they change it on the account page. */
+  readonly self: boolean
+  readonly passwordError?: string | undefined
+}): DashboardPage => {
+  const { user, viewer } = view
+  const path = `${usersPath}/${user.id}`
+  const active = user.deactivatedAt === null
+  return operatorPage(
+    "users",
+    viewer,
+    user.email,
+    html`${pageHead(user.email, `User ${user.id}, created ${formatTime(user.createdAt)}.`)}
+${alert(view.problem)}
+<section class="card" aria-labelledby="account-heading">
+<h2 id="account-heading">Account</h2>
+<dl class="summary">
+<dt>Status</dt><dd>${accountBadge(user)}${active ? "" : html` <span class="hint">since ${formatTime(user.deactivatedAt)}</span>`}</dd>
+<dt>Role</dt><dd>${user.operatorAdmin ? "Operator admin: sees and changes every application" : "Application member (see memberships)"}</dd>
+<dt>Last sign-in</dt><dd>${formatTime(user.lastLoginAt)}</dd>
+<dt>Memberships</dt><dd>${membershipList(user.memberships)}</dd>
+</dl>
+${
+  view.self
+    ? html`<p class="muted">This is your own account: change your password on <a href="/dashboard/account">your account page</a>.</p>`
+    : html`<div class="actions">${
+        active
+          ? actionForm(viewer, `${path}/access`, "Deactivate", "danger", { change: "deactivate" })
+          : actionForm(viewer, `${path}/access`, "Reactivate", "primary", { change: "reactivate" })
+      }${
+        user.operatorAdmin
+          ? actionForm(viewer, `${path}/access`, "Remove operator admin", "secondary", { change: "revoke_admin" })
+          : actionForm(viewer, `${path}/access`, "Make operator admin", "secondary", { change: "grant_admin" })
+      }</div>
+<p class="hint">Deactivating ends every session at once and refuses sign-in; memberships are kept for a reactivation.</p>`
+}
+</section>
+${
+  view.self
+    ? ""
+    : html`<section class="card" aria-labelledby="password-heading">
+<h2 id="password-heading">Set a new password</h2>
+<p class="muted">For someone who lost theirs. It clears a lock-out and ends every session of the user; give it to them by a safe channel.</p>
+<form method="post" action="${path}/password" novalidate>
+${csrfField(viewer)}
+${field({ name: "password", label: "New password", type: "password", hint: "At least 12 characters.", error: view.passwordError, required: true, attributes: html` autocomplete="new-password"` })}
+<div class="actions"><button type="submit" class="primary">Set password</button></div>
+</form>
+</section>`
+}`,
+    view.notice
+  )
+}
+
 export const usersPage = (view: {
   readonly viewer: Viewer
   readonly notice?: string | undefined
@@ -266,16 +341,10 @@ export const usersPage = (view: {
 }): DashboardPage => {
   const rows = view.users.map(
     (user) => html`<tr>
-<td>${user.email}</td>
+<td><a href="${usersPath}/${user.id}">${user.email}</a></td>
 <td>${user.operatorAdmin ? badge("active", "operator admin") : "—"}</td>
-<td>${
-      user.memberships.length === 0
-        ? html`<span class="muted">none</span>`
-        : user.memberships.map(
-            (membership) =>
-              html`<div>${operatorApplicationLink(membership.applicationId, membership.applicationName)} <span class="muted">(${roleLabel[membership.role]})</span></div>`
-          )
-    }</td>
+<td>${accountBadge(user)}</td>
+<td>${membershipList(user.memberships)}</td>
 <td>${formatTime(user.lastLoginAt)}</td>
 <td>${formatTime(user.createdAt)}</td>
 </tr>`
@@ -285,8 +354,8 @@ export const usersPage = (view: {
     "users",
     view.viewer,
     "Users",
-    html`${pageHead("Users", "Everyone who can sign in to the dashboards. Add members to an application on its page.")}
-${table(["E-mail address", "Role", "Memberships", "Last sign-in", "Created"], rows, "No users yet.", "Dashboard users")}
+    html`${pageHead("Users", "Everyone who can sign in to the dashboards. Open a user to set a new password or deactivate them; add members to an application on its page.")}
+${table(["E-mail address", "Role", "Account", "Memberships", "Last sign-in", "Created"], rows, "No users yet.", "Dashboard users")}
 <section class="card" aria-labelledby="new-user">
 <h2 id="new-user">Create a user</h2>
 <p class="muted">Give the new user their password by a safe channel; they cannot change the address themselves.</p>
