@@ -7,11 +7,7 @@
 import { DashboardAccess } from "@kassa/core"
 import { Context, Effect, Layer, Option } from "effect"
 import { type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
-import {
-  ApplicationRepository,
-  parseApplicationId,
-  type StoredApplication
-} from "../applications/ApplicationRepository.ts"
+import { parseApplicationId, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { plainDocument, type Viewer } from "../pages/dashboard/DashboardLayout.ts"
@@ -101,7 +97,6 @@ export class DashboardGuard extends Context.Service<
     Effect.gen(function* () {
       const sessions = yield* SessionStore
       const users = yield* UserRepository
-      const applications = yield* ApplicationRepository
       const clientAddress = yield* ClientAddress
       const config = yield* ServerConfig
       const ownOrigin = new URL(config.baseUrl).origin
@@ -147,15 +142,15 @@ export class DashboardGuard extends Context.Service<
             Effect.gen(function* () {
               const applicationId = parseApplicationId(id)
               if (Option.isNone(applicationId)) return notFoundPage()
-              const application = yield* applications.find(applicationId.value)
-              if (Option.isNone(application)) return notFoundPage()
-              const role = yield* users.roleIn(signed.session.user.id, applicationId.value)
+              const found = yield* users.applicationWithRole(signed.session.user.id, applicationId.value)
+              if (Option.isNone(found)) return notFoundPage()
+              const { application, role } = found.value
               const access: DashboardAccess.Access = { operatorAdmin: signed.session.user.operatorAdmin, role }
               if (!DashboardAccess.can(access, "view")) return notFoundPage()
               if (!DashboardAccess.can(access, permission)) return forbiddenPage()
               return yield* f({
                 ...signed,
-                application: application.value,
+                application,
                 access,
                 can: (wanted) => DashboardAccess.can(access, wanted)
               })

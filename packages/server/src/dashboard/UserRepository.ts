@@ -5,6 +5,7 @@
 import { Credentials, type DashboardAccess, Ids, LoginThrottle } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
+import { fromRow as applicationOfRow, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import * as PasswordHash from "../security/PasswordHash.ts"
 
 export const UserId = Schema.String.pipe(Schema.brand("UserId"))
@@ -103,6 +104,13 @@ export class UserRepository extends Context.Service<
     /** Every user's memberships in one query (for lists of users), by application name. */
     readonly allMemberships: Effect.Effect<ReadonlyArray<UserMembership>>
     readonly roleIn: (id: UserId, applicationId: Ids.ApplicationId) => Effect.Effect<DashboardAccess.Role | null>
+    /** The application and the user's role in it (null when not a member) in one query; none for an unknown id. */
+    readonly applicationWithRole: (
+      id: UserId,
+      applicationId: Ids.ApplicationId
+    ) => Effect.Effect<
+      Option.Option<{ readonly application: StoredApplication; readonly role: DashboardAccess.Role | null }>
+    >
     readonly members: (applicationId: Ids.ApplicationId) => Effect.Effect<ReadonlyArray<Member>>
     readonly setRole: (id: UserId, applicationId: Ids.ApplicationId, role: DashboardAccess.Role) => Effect.Effect<void>
     readonly removeMembership: (id: UserId, applicationId: Ids.ApplicationId) => Effect.Effect<boolean>
@@ -237,6 +245,20 @@ export class UserRepository extends Context.Service<
           sql`SELECT role FROM memberships WHERE user_id = ${id} AND application_id = ${applicationId}`.pipe(
             Effect.orDie,
             Effect.map((rows) => (rows[0] === undefined ? null : (rows[0].role as DashboardAccess.Role)))
+          ),
+        applicationWithRole: (id, applicationId) =>
+          sql`
+            SELECT a.*, m.role AS member_role FROM applications a
+            LEFT JOIN memberships m ON m.application_id = a.id AND m.user_id = ${id}
+            WHERE a.id = ${applicationId}
+          `.pipe(
+            Effect.orDie,
+            Effect.map((rows) =>
+              Option.map(Option.fromNullishOr(rows[0]), (row) => ({
+                application: applicationOfRow(row),
+                role: (row.member_role as DashboardAccess.Role | null) ?? null
+              }))
+            )
           ),
         members: (applicationId) =>
           sql`
