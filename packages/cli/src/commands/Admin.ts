@@ -448,15 +448,24 @@ const renderUsers = (users: ReadonlyArray<User>) =>
         }))
       )
 
+const passwordFlag = Flag.String("password").pipe(
+  Flag.withDescription("At least 12 characters; without it a random one is made and shown this once"),
+  Flag.optional
+)
+
+/** The password given with `--password`, or a random one (which the command then shows once). */
+const chosenOrGenerated = (given: Option.Option<string>) =>
+  Option.match(given, {
+    onSome: (password) => Effect.succeed({ password, generated: false }),
+    onNone: () => Effect.map(Credentials.generatePassword, (password) => ({ password, generated: true }))
+  })
+
 const usersCreate = Command.make(
   "create",
   {
     ...Settings.operator,
     email: Flag.String("email").pipe(Flag.withDescription("The user's e-mail address (their sign-in)")),
-    password: Flag.String("password").pipe(
-      Flag.withDescription("At least 12 characters; without it a random one is made and shown this once"),
-      Flag.optional
-    ),
+    password: passwordFlag,
     operatorAdmin: Flag.Boolean("operator-admin").pipe(
       Flag.withDescription("Service staff: sees and manages every application"),
       Flag.withDefault(false)
@@ -464,8 +473,7 @@ const usersCreate = Command.make(
   },
   (input) =>
     Effect.gen(function* () {
-      const generated = Option.isNone(input.password)
-      const password = Option.isSome(input.password) ? input.password.value : yield* Credentials.generatePassword
+      const { password, generated } = yield* chosenOrGenerated(input.password)
       const user = yield* request<User>(input, "POST", "/users", {
         email: input.email,
         password,
@@ -532,15 +540,11 @@ const usersSetPassword = Command.make(
   {
     ...Settings.operator,
     userId,
-    password: Flag.String("password").pipe(
-      Flag.withDescription("At least 12 characters; without it a random one is made and shown this once"),
-      Flag.optional
-    )
+    password: passwordFlag
   },
   (input) =>
     Effect.gen(function* () {
-      const generated = Option.isNone(input.password)
-      const password = Option.isSome(input.password) ? input.password.value : yield* Credentials.generatePassword
+      const { password, generated } = yield* chosenOrGenerated(input.password)
       const user = yield* updateUser(input, { password })
       return yield* output(input.json, generated ? { ...user, password } : user, () =>
         generated
