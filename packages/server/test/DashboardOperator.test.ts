@@ -557,8 +557,23 @@ describe.each(databases)("the operator's dashboard pages on %s", (database) => {
       expect(answer.status, answer.html).toBe(303)
       return answer.location ?? ""
     }
+    const shop = await server.createApplication({ name: "Leaver's shop" })
+    expect(
+      (
+        await server.request(`/admin/api/v1/users/${user.id}/memberships/${shop.application.id}`, {
+          method: "PUT",
+          key: server.adminToken,
+          body: { role: "developer" }
+        })
+      ).status
+    ).toBe(200)
     expect(await change("deactivate")).toBe(`${page}?notice=deactivated`)
     expect((await client.get(page)).html).toContain("deactivated")
+    // Still listed among the application's members (the role is kept), marked as deactivated.
+    for (const members of [`${applications}/${shop.application.id}`, `/dashboard/apps/${shop.application.id}/members`])
+      expect((await client.get(members)).html).toMatch(
+        new RegExp(`${user.email}\\s*<span class="status disabled">deactivated</span></td>`)
+      )
     expect((await browser.get("/dashboard/account")).status).toBe(303)
     expect((await new DashboardClient(server.baseUrl).login(user.email, user.password)).status).toBe(401)
     expect((await client.get("/dashboard/operator/users")).html).toMatch(

@@ -68,6 +68,7 @@ const linkButton = (href: string, label: Html): Html =>
 const memberRow = (frame: AppFrame, member: Member, manage: boolean): Html => {
   const { user } = member
   const you = user.email === frame.viewer.email ? html` <span class="muted">(you)</span>` : ""
+  const gone = user.deactivatedAt === null ? "" : html` <span class="status disabled">deactivated</span>`
   const actions = manage
     ? html`<td><form class="inline" method="post" action="${appPath(frame, `/members/${user.id}/role`)}">${csrfField(frame.viewer)}
 <label class="sr-only" for="role-${user.id}">Role of ${user.email}</label>
@@ -78,7 +79,7 @@ const memberRow = (frame: AppFrame, member: Member, manage: boolean): Html => {
 <button type="submit" class="secondary small">Change role<span class="sr-only"> of ${user.email}</span></button></form>
 ${linkButton(appPath(frame, `/members/${user.id}/remove`), html`Remove<span class="sr-only"> ${user.email}</span>`)}</td>`
     : ""
-  return html`<tr><td>${user.email}${you}</td><td>${member.role}</td><td class="muted">${roleAbilities(member.role)}</td>${actions}</tr>`
+  return html`<tr><td>${user.email}${you}${gone}</td><td>${member.role}</td><td class="muted">${roleAbilities(member.role)}</td>${actions}</tr>`
 }
 
 /** The members in a table: e-mail address, role and what it may do, and for `manage` the actions on each. */

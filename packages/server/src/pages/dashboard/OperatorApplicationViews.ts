@@ -221,7 +221,7 @@ export const applicationPage = (view: ApplicationDetail): DashboardPage => {
   )
   const memberRows = view.members.map(
     (member) => html`<tr>
-<td>${member.user.email}</td>
+<td>${member.user.email}${member.user.deactivatedAt === null ? "" : html` ${badge("disabled", "deactivated")}`}</td>
 <td>${member.role}</td>
 <td><form class="inline" method="post" action="${path}/members/remove">${csrfField(viewer)}<input type="hidden" name="user_id" value="${member.user.id}"><button type="submit" class="danger small">Remove<span class="sr-only"> ${member.user.email}</span></button></form></td>
 </tr>`
