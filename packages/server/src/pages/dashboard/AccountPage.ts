@@ -6,7 +6,7 @@
 import type { DateTime } from "effect"
 import type { Membership } from "../../dashboard/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
-import { field, formatTime, pageHead, table } from "./Components.ts"
+import { alert, field, formatTime, pageHead, table } from "./Components.ts"
 import { csrfField, respondPage, type Viewer } from "./DashboardLayout.ts"
 
 /** The change-password form's field errors, by field name (`current_password`, `new_password`, `repeat_password`). */
@@ -54,7 +54,7 @@ const passwordForm = (view: AccountView): Html => {
 <h2 id="change-password">Change password</h2>
 <p class="muted">Changing it signs out every other browser signed in to this account. Five wrong current passwords
 lock the account for a while, as at sign-in.</p>
-${view.problem === undefined ? "" : html`<div class="notice warn" role="alert">${view.problem}</div>`}
+${alert(view.problem)}
 <form method="post" action="/dashboard/account/password" aria-labelledby="change-password">${csrfField(view.viewer)}
 <input type="text" name="username" autocomplete="username" value="${view.viewer.email}" hidden>
 ${field({

@@ -11,6 +11,7 @@ import {
   actionForm,
   anyOf,
   badge,
+  filterForm,
   formatTime,
   modeBadge,
   pageHead,
@@ -66,27 +67,31 @@ export const deliveriesPage = (
     "Every webhook Kassa sent for this application, newest first, with what your receiver answered."
   )}
 ${noticeBlock(frame, view.notice)}
-<form method="get" action="${path}" class="filters" aria-label="Filter deliveries">
-${select({
-  name: "status",
-  label: "Status",
-  value: view.filter.status,
-  choices: anyOf(DeliveryStatus.literals, "Any status", sentence)
-})}
-${select({
-  name: "event",
-  label: "Event",
-  value: view.filter.event,
-  choices: anyOf(WebhookEvent.EventName.literals, "Any event", (event) => event)
-})}
-${select({
-  name: "mode",
-  label: "Mode",
-  value: view.filter.mode,
-  choices: anyOf(Mode.Mode.literals, "Test and live", sentence)
-})}
-<div><button type="submit" class="secondary">Filter</button>${filtered ? html` <a href="${path}">Clear</a>` : ""}</div>
-</form>
+${filterForm(
+  path,
+  [
+    select({
+      name: "status",
+      label: "Status",
+      value: view.filter.status,
+      choices: anyOf(DeliveryStatus.literals, "Any status", sentence)
+    }),
+    select({
+      name: "event",
+      label: "Event",
+      value: view.filter.event,
+      choices: anyOf(WebhookEvent.EventName.literals, "Any event", (event) => event)
+    }),
+    select({
+      name: "mode",
+      label: "Mode",
+      value: view.filter.mode,
+      choices: anyOf(Mode.Mode.literals, "Test and live", sentence)
+    })
+  ],
+  filtered,
+  { label: "Filter deliveries", wideButton: true }
+)}
 ${table(
   ["Event", "Mode", "Status", "Attempts", "Last answer", "Next attempt", "Created", "Payment"],
   rows,

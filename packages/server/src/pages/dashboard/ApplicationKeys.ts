@@ -5,12 +5,8 @@
 import type { ApiKeyRecord, IssuedApiKey } from "../../applications/ApiKeyRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, confirmCard, noticeBlock, secretReveal } from "./ApplicationShared.ts"
-import { badge, formatTime, modeBadge, pageHead, select, table } from "./Components.ts"
+import { badge, formatTime, linkButton, modeBadge, pageHead, select, table } from "./Components.ts"
 import { csrfField } from "./DashboardLayout.ts"
-
-/** A small button that opens a confirmation page (a GET form, so it looks and behaves like the other buttons). */
-const linkButton = (href: string, label: string): Html =>
-  html`<form class="inline" method="get" action="${href}"><button type="submit" class="secondary small">${label}</button></form>`
 
 const keyRow = (frame: AppFrame, key: ApiKeyRecord): Html => {
   const actions =

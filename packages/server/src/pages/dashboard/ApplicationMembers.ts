@@ -7,8 +7,8 @@
 import { DashboardAccess } from "@kassa/core"
 import type { Member } from "../../dashboard/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
-import { type AppFrame, appPage, appPath, confirmCard } from "./ApplicationShared.ts"
-import { field, pageHead, select, table } from "./Components.ts"
+import { type AppFrame, appPage, appPath, confirmCard, noticeBlock } from "./ApplicationShared.ts"
+import { alert, deactivatedBadge, field, linkButton, pageHead, select, table } from "./Components.ts"
 import { csrfField } from "./DashboardLayout.ts"
 
 /** The add-member form as typed, with its field errors (`email`, `role`). */
@@ -40,19 +40,6 @@ const roleHelp: Record<DashboardAccess.Role, string> = {
   viewer: "Reads every page; changes nothing."
 }
 
-/** Notices after an action, by the code in `?notice=`: fixed text, the request only picks one. */
-const notices: Readonly<Record<string, string>> = {
-  member_added: "The member is saved: they can open this application's dashboard with their role now.",
-  role_changed: "The role is changed. It applies to their next page.",
-  role_unchanged: "Nothing changed: the member already had this role.",
-  member_removed: "The member is removed: they can no longer open this application's dashboard."
-}
-
-const noticeOf = (code: string | null): Html => {
-  const text = code !== null && Object.hasOwn(notices, code) ? notices[code] : undefined
-  return text === undefined ? html`` : html`<div class="notice ok" role="status" style="margin:0 0 18px">${text}</div>`
-}
-
 export interface MembersView {
   readonly members: ReadonlyArray<Member>
   readonly notice: string | null
@@ -61,14 +48,10 @@ export interface MembersView {
   readonly form?: MemberForm | undefined
 }
 
-/** A small button that opens a confirmation page (a GET form, like the key page's Roll and Revoke). */
-const linkButton = (href: string, label: Html): Html =>
-  html`<form class="inline" method="get" action="${href}"><button type="submit" class="secondary small">${label}</button></form>`
-
 const memberRow = (frame: AppFrame, member: Member, manage: boolean): Html => {
   const { user } = member
   const you = user.email === frame.viewer.email ? html` <span class="muted">(you)</span>` : ""
-  const gone = user.deactivatedAt === null ? "" : html` <span class="status disabled">deactivated</span>`
+  const gone = user.deactivatedAt === null ? "" : html` ${deactivatedBadge}`
   const actions = manage
     ? html`<td><form class="inline" method="post" action="${appPath(frame, `/members/${user.id}/role`)}">${csrfField(frame.viewer)}
 <label class="sr-only" for="role-${user.id}">Role of ${user.email}</label>
@@ -101,15 +84,15 @@ export const membersPage = (frame: AppFrame, view: MembersView, status = 200) =>
       ? "Who can open this application's dashboard, and what their role lets them do. An application always keeps at least one owner."
       : "Who can open this application's dashboard, and what their role lets them do. Its owners manage this list."
   )}
-${noticeOf(view.notice)}
-${view.problem === undefined ? "" : html`<div class="notice warn" role="alert" style="margin:0 0 18px">${view.problem}</div>`}
+${noticeBlock(frame, view.notice)}
+${alert(view.problem, "margin:0 0 18px")}
 ${membersTable(frame, view.members, manage)}
 ${
   manage
     ? html`<div class="card" style="margin-top:18px">
 <h2>Add a member</h2>
 <p class="muted">They need a Kassa user already: the operator of this installation creates users. Adding someone who is a member already changes their role.</p>
-${invalid ? html`<div class="notice warn" role="alert">The member was not added: see the messages next to the fields.</div>` : ""}
+${invalid ? alert("The member was not added: see the messages next to the fields.") : ""}
 <form method="post" action="${appPath(frame, "/members")}" novalidate>${csrfField(frame.viewer)}
 ${memberFields(form)}
 <div class="actions"><button type="submit" class="primary">Add member</button></div>

@@ -11,6 +11,7 @@ import {
   anyOf,
   badge,
   field,
+  filterForm,
   formatAmount,
   formatTime,
   modeBadge,
@@ -52,23 +53,32 @@ export const paymentsPage = (
   )
   const last = view.rows.at(-1)
   const body = html`${pageHead("Payments", "Every payment of this application, newest first. Open one to see its events and refunds.")}
-<form method="get" action="${path}" class="filters" aria-label="Filter payments">
-${select({
-  name: "mode",
-  label: "Mode",
-  value: view.filter.mode,
-  choices: anyOf(Mode.Mode.literals, "Test and live", sentence)
-})}
-${select({ name: "status", label: "Status", value: view.filter.status, choices: anyOf(Payment.PaymentStatus.literals, "Any status", sentence) })}
-${field({
-  name: "order_reference",
-  label: "Order reference",
-  type: "search",
-  value: view.filter.order_reference,
-  attributes: html` maxlength="255" placeholder="exact reference"`
-})}
-<div><button type="submit" class="secondary">Filter</button>${filtered ? html` <a href="${path}">Clear</a>` : ""}</div>
-</form>
+${filterForm(
+  path,
+  [
+    select({
+      name: "mode",
+      label: "Mode",
+      value: view.filter.mode,
+      choices: anyOf(Mode.Mode.literals, "Test and live", sentence)
+    }),
+    select({
+      name: "status",
+      label: "Status",
+      value: view.filter.status,
+      choices: anyOf(Payment.PaymentStatus.literals, "Any status", sentence)
+    }),
+    field({
+      name: "order_reference",
+      label: "Order reference",
+      type: "search",
+      value: view.filter.order_reference,
+      attributes: html` maxlength="255" placeholder="exact reference"`
+    })
+  ],
+  filtered,
+  { label: "Filter payments", wideButton: true }
+)}
 ${table(
   ["Order reference", "Amount", "Status", "Mode", "Customer", "Created"],
   rows,

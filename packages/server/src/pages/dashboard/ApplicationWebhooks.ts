@@ -5,7 +5,7 @@
 import { DateTime, Duration } from "effect"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, confirmCard, noticeBlock, secretReveal } from "./ApplicationShared.ts"
-import { field, formatTime, pageHead } from "./Components.ts"
+import { field, formatTime, linkButton, pageHead } from "./Components.ts"
 import { csrfField } from "./DashboardLayout.ts"
 
 export interface WebhooksView {
@@ -69,7 +69,7 @@ ${until === null ? "" : html`<dt>Previous secret</dt><dd>still signs too, until 
 </dl>
 ${
   manage
-    ? html`<form class="inline" method="get" action="${appPath(frame, "/webhooks/secret")}"><button type="submit" class="secondary">Regenerate secret…</button></form>`
+    ? linkButton(appPath(frame, "/webhooks/secret"), "Regenerate secret…", { small: false })
     : html`<p class="muted">The secret is shown only once, to whoever regenerates it.</p>`
 }
 </div>

@@ -21,6 +21,19 @@ export const badge = (status: string, label: string = status.replace(/_/g, " "))
 
 export const modeBadge = (mode: string): Html => html`<span class="mode ${mode}">${mode}</span>`
 
+/** The badge of a deactivated dashboard user. */
+export const deactivatedBadge: Html = badge("disabled", "deactivated")
+
+/** A dashboard user's account: active, or deactivated. */
+export const accountBadge = (user: { readonly deactivatedAt: unknown }): Html =>
+  user.deactivatedAt === null ? badge("active") : deactivatedBadge
+
+/** A problem with the last action, shown above the page's content; `style` is added to the box as given. */
+export const alert = (message: string | undefined, style?: string): Html | "" =>
+  message === undefined
+    ? ""
+    : html`<div class="notice warn" role="alert"${style === undefined ? "" : html` style="${style}"`}>${message}</div>`
+
 /** Title, one line saying what the page is for, and its main actions on the right. */
 export const pageHead = (title: string, description: string | Html, actions: Html | "" = ""): Html =>
   html`<div class="page-head"><div><h1>${title}</h1><p class="muted">${description}</p></div>${
@@ -140,12 +153,42 @@ export const actionForm = (
     ([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`
   )}<button type="submit" class="${kind} small">${label}</button></form>`
 
-/** A "next page" link keeping the current filters. */
-export const pager = (path: string, query: Readonly<Record<string, string | undefined>>, next: string | null): Html => {
+/** A button (small unless `small: false`) that opens a page: a GET form, so it looks and behaves like the others. */
+export const linkButton = (href: string, label: string | Html, options: { readonly small?: boolean } = {}): Html =>
+  html`<form class="inline" method="get" action="${href}"><button type="submit" class="${
+    options.small === false ? "secondary" : "secondary small"
+  }">${label}</button></form>`
+
+/**
+ * A GET form of filters; "Clear" shows when any filter is set. Without a `label` the form is a search landmark; with
+ * one it is named by it instead. The button's box is only as wide as the button unless `wideButton` (then as wide as
+ * a filter's).
+ */
+export const filterForm = (
+  action: string,
+  fields: ReadonlyArray<Html>,
+  active: boolean,
+  options: { readonly submit?: string; readonly label?: string; readonly wideButton?: boolean } = {}
+): Html => html`<form class="filters" method="get" action="${action}"${
+  options.label === undefined ? html` role="search"` : html` aria-label="${options.label}"`
+}>
+${fields}
+<div${options.wideButton === true ? "" : html` style="min-width:0"`}><button type="submit" class="secondary">${
+  options.submit ?? "Filter"
+}</button>${active ? html` <a href="${action}">Clear</a>` : ""}</div>
+</form>`
+
+/** A link to the next page keeping the current filters: `cursor` (default `starting_after`) carries `next`. */
+export const pager = (
+  path: string,
+  query: Readonly<Record<string, string | undefined>>,
+  next: string | null,
+  options: { readonly cursor?: string; readonly label?: string } = {}
+): Html => {
   if (next === null) return html``
   const params = new URLSearchParams()
   for (const [name, value] of Object.entries(query))
     if (value !== undefined && value.length > 0) params.set(name, value)
-  params.set("starting_after", next)
-  return html`<div class="pager"><a class="button secondary" href="${`${path}?${params.toString()}`}">Next page →</a></div>`
+  params.set(options.cursor ?? "starting_after", next)
+  return html`<div class="pager"><a class="button secondary" href="${`${path}?${params.toString()}`}">${options.label ?? "Next page →"}</a></div>`
 }

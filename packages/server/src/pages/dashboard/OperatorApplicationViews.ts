@@ -10,9 +10,12 @@ import { type Html, html } from "../Html.ts"
 import { type MemberForm, memberFields } from "./ApplicationMembers.ts"
 import {
   actionForm,
+  alert,
   anyOf,
   badge,
+  deactivatedBadge,
   field,
+  filterForm,
   formatTime,
   modeBadge,
   pageHead,
@@ -22,7 +25,7 @@ import {
   textArea
 } from "./Components.ts"
 import { csrfField, type DashboardPage, type Viewer } from "./DashboardLayout.ts"
-import { alert, type FieldMessages, filterForm, operatorPage } from "./OperatorViews.ts"
+import { type FieldMessages, operatorPage } from "./OperatorViews.ts"
 
 const base = "/dashboard/operator/applications"
 
@@ -133,7 +136,7 @@ ${filterForm(
     select({ name: "status", label: "Status", value: view.status, choices: anyOf(view.statuses) })
   ],
   active,
-  "Search"
+  { submit: "Search" }
 )}
 ${table(
   ["Application", "Status", "Currencies", "Created"],
@@ -221,7 +224,7 @@ export const applicationPage = (view: ApplicationDetail): DashboardPage => {
   )
   const memberRows = view.members.map(
     (member) => html`<tr>
-<td>${member.user.email}${member.user.deactivatedAt === null ? "" : html` ${badge("disabled", "deactivated")}`}</td>
+<td>${member.user.email}${member.user.deactivatedAt === null ? "" : html` ${deactivatedBadge}`}</td>
 <td>${member.role}</td>
 <td><form class="inline" method="post" action="${path}/members/remove">${csrfField(viewer)}<input type="hidden" name="user_id" value="${member.user.id}"><button type="submit" class="danger small">Remove<span class="sr-only"> ${member.user.email}</span></button></form></td>
 </tr>`

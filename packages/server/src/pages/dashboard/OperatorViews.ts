@@ -1,16 +1,18 @@
 /**
  * The operator's cross-application pages (issue #6): webhook deliveries and payments of every application, the
- * dashboard users, and the audit log; plus the pieces the operator's application pages share with them (page
- * heads, filter forms, one-time secrets). Templates only: every value goes through `html`, so it is escaped.
+ * dashboard users, and the audit log; plus the pieces the operator's application pages share with them (the page
+ * frame, field messages). Templates only: every value goes through `html`, so it is escaped.
  */
-import type { DashboardAccess } from "@kassa/core"
 import type { Membership } from "../../dashboard/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import {
+  accountBadge,
   actionForm,
+  alert,
   anyOf,
   badge,
   field,
+  filterForm,
   formatAmount,
   formatTime,
   modeBadge,
@@ -33,23 +35,6 @@ export const operatorPage = (
   body: Html,
   notice?: string
 ): DashboardPage => ({ title, place: { _tag: "Operator", section }, viewer, body, notice })
-
-/** A problem with the last action, shown above the page's content. */
-export const alert = (message: string | undefined): Html | "" =>
-  message === undefined ? "" : html`<div class="notice warn" role="alert">${message}</div>`
-
-/** A GET form of filters; "Clear" shows when any filter is set. */
-export const filterForm = (
-  action: string,
-  fields: ReadonlyArray<Html>,
-  active: boolean,
-  submit = "Filter"
-): Html => html`<form class="filters" method="get" action="${action}" role="search">
-${fields}
-<div style="min-width:0"><button type="submit" class="secondary">${submit}</button>${
-  active ? html` <a href="${action}">Clear</a>` : ""
-}</div>
-</form>`
 
 export interface ApplicationChoice {
   readonly id: string
@@ -227,7 +212,7 @@ ${filterForm(
     select({ name: "mode", label: "Mode", value: filters.mode, choices: anyOf(view.modes) })
   ],
   active,
-  "Search"
+  { submit: "Search" }
 )}
 ${table(
   ["Created", "Payment", "Order reference", "Application", "Amount", "Method", "Mode", "Status"],
@@ -258,19 +243,14 @@ export interface NewUserForm {
   readonly errors: FieldMessages
 }
 
-const roleLabel: Record<DashboardAccess.Role, string> = { owner: "owner", developer: "developer", viewer: "viewer" }
-
 const usersPath = "/dashboard/operator/users"
-
-const accountBadge = (user: Pick<UserItem, "deactivatedAt">): Html =>
-  user.deactivatedAt === null ? badge("active") : badge("disabled", "deactivated")
 
 const membershipList = (memberships: ReadonlyArray<Membership>): Html | ReadonlyArray<Html> =>
   memberships.length === 0
     ? html`<span class="muted">none</span>`
     : memberships.map(
         (membership) =>
-          html`<div>${operatorApplicationLink(membership.applicationId, membership.applicationName)} <span class="muted">(${roleLabel[membership.role]})</span></div>`
+          html`<div>${operatorApplicationLink(membership.applicationId, membership.applicationName)} <span class="muted">(${membership.role})</span></div>`
       )
 
 /** One user: who they are, and what an operator admin can do for them. */
@@ -429,9 +409,6 @@ export const auditPage = (view: {
 <td>${entry.ip ?? "—"}</td>
 </tr>`
   )
-  const params = new URLSearchParams()
-  for (const [name, value] of Object.entries(filters)) if (value.length > 0) params.set(name, value)
-  if (view.before !== null) params.set("before", String(view.before))
   return operatorPage(
     "audit",
     view.viewer,
@@ -457,10 +434,9 @@ ${filterForm(
   active
 )}
 ${table(["Time", "Actor", "Action", "Application", "Target", "Details", "Address"], rows, active ? "No entries match these filters." : "The audit log is empty.", "Audit log entries")}
-${
-  view.before === null
-    ? ""
-    : html`<div class="pager"><a class="button secondary" href="${`/dashboard/operator/audit?${params.toString()}`}">Older entries →</a></div>`
-}`
+${pager("/dashboard/operator/audit", { ...filters }, view.before === null ? null : String(view.before), {
+  cursor: "before",
+  label: "Older entries →"
+})}`
   )
 }
