@@ -260,6 +260,19 @@ describe("kassa admin users and audit", () => {
     const short = await kassa(["admin", "users", "create", "--email", `x${email}`, "--password", "too-short"], { env })
     expect(short.code).toBe(1)
     expect(short.stderr).toContain("at least 12 characters")
+
+    // Production's first admin comes from here: --operator-admin with a chosen password, which is not printed.
+    const adminEmail = `ops-${email}`
+    const admin = await kassa(
+      ["admin", "users", "create", "--email", adminEmail, "--operator-admin", "--password", "a chosen admin password"],
+      { env }
+    )
+    expect(admin.code, admin.stderr).toBe(0)
+    expect(admin.stdout).toMatch(/Operator admin\s+yes/)
+    expect(admin.stdout).not.toContain("a chosen admin password")
+    const adminClient = new DashboardClient(server.baseUrl)
+    expect((await adminClient.login(adminEmail, "a chosen admin password")).status).toBe(303)
+    expect((await adminClient.get("/dashboard/operator/applications")).status).toBe(200)
   })
 
   it("users set-password (generated, shown once), deactivate and reactivate", async () => {

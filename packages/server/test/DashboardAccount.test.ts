@@ -10,7 +10,7 @@ import { createUser, DashboardClient, type DashboardUser } from "./support/Dashb
 import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
 
 const auditOf = (server: RunningServer, email: string) =>
-  server.run(Effect.flatMap(AuditLog, (audit) => audit.list({ actor: email, limit: 50 })))
+  server.run(Effect.flatMap(AuditLog, (audit) => audit.list({ actor: email, limit: 50 }))).then((page) => page.entries)
 
 describe.each(databases)("dashboard account page on %s", (database) => {
   let server: RunningServer

@@ -149,6 +149,8 @@ describe.each(databases)("an application's dashboard on %s", (database) => {
       expect((await client.get(app("/keys"))).status).toBe(200)
       const created = await client.post(app("/keys"), { mode: "test" })
       expect(created.status, created.html).toBe(200)
+      // A page with a secret on it is kept by no cache (browser back button, proxies).
+      expect(created.headers.get("cache-control")).toBe("no-store")
       const key = issuedKey(created.html)
       expect(key).toBeDefined()
       expect(created.html).toContain('data-copy="issued-key"')
@@ -282,6 +284,7 @@ describe.each(databases)("an application's dashboard on %s", (database) => {
       expect(secret).not.toBe("")
       expect(secret).not.toBe(own.webhookSecret)
       expect(shown.html).toContain("will not be shown again")
+      expect(shown.headers.get("cache-control")).toBe("no-store")
       expect(shown.html).toContain("24 hours")
       expect(shown.html).toContain('data-copy="webhook-secret"')
       const page = await own.client.get(`${own.base}/webhooks`)

@@ -88,6 +88,17 @@ describe.each(databases)("dashboard sign-in and sessions on %s", (database) => {
     expect(client.cookie("kassa_session")).toBeUndefined()
   })
 
+  it("wrong guesses sent side by side each count: eight at once lock the account", async () => {
+    const user = await createUser(server)
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, attempt) =>
+        new DashboardClient(server.baseUrl).login(user.email, `parallel wrong guess ${attempt}`)
+      )
+    )
+    expect(answers.filter((answer) => answer.status === 429).length).toBeGreaterThanOrEqual(4)
+    expect((await new DashboardClient(server.baseUrl).login(user.email, user.password)).status).toBe(429)
+  })
+
   it("sign-in without the form's token, or from another site, is refused", async () => {
     const user = await createUser(server)
     const client = new DashboardClient(server.baseUrl)
@@ -139,6 +150,57 @@ describe.each(databases)("dashboard sign-in and sessions on %s", (database) => {
     const forged = await client.post("/dashboard/logout", {}, { csrf: "forged-token" })
     expect(forged.status).toBe(403)
     expect((await client.get(`/dashboard/apps/${shop.application.id}`)).status).toBe(200)
+  })
+
+  it("a form token is the session's own: another session's token is refused like a forged one", async () => {
+    const first = await DashboardClient.signIn(server, await createUser(server))
+    const second = await DashboardClient.signIn(server, await createUser(server))
+    const page = await second.get("/dashboard/account")
+    const secondToken = /name="csrf" value="([^"]+)"/.exec(page.html)?.[1] ?? ""
+    expect(secondToken).not.toBe("")
+    expect((await first.post("/dashboard/logout", {}, { csrf: secondToken })).status).toBe(403)
+    expect((await first.get("/dashboard/account")).status).toBe(200)
+  })
+
+  /** Moves the user's sessions back in time, as if the clock had run on. */
+  const ageSessions = (userId: string, column: "last_seen_at" | "expires_at", interval: string) =>
+    server.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) =>
+          sql`UPDATE sessions SET ${sql(column)} = ${sql(column)} - ${interval}::interval WHERE user_id = ${userId}`
+      )
+    )
+
+  it("a session ends after 2 hours without a request, and 12 hours after sign-in whatever happens", async () => {
+    const idle = await createUser(server)
+    const idleClient = await DashboardClient.signIn(server, idle)
+    await ageSessions(idle.id, "last_seen_at", "1 hour 55 minutes")
+    expect((await idleClient.get("/dashboard/account")).status).toBe(200)
+    await ageSessions(idle.id, "last_seen_at", "2 hours 1 minute")
+    expect((await idleClient.get("/dashboard/account")).location).toMatch(/^\/dashboard\/login/)
+
+    const busy = await createUser(server)
+    const busyClient = await DashboardClient.signIn(server, busy)
+    const [created] = await server.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) =>
+          sql`SELECT extract(epoch FROM expires_at - created_at)::int AS seconds FROM sessions WHERE user_id = ${busy.id}`
+      )
+    )
+    expect(Number(created?.seconds)).toBe(12 * 60 * 60)
+    await ageSessions(busy.id, "expires_at", "12 hours 1 second")
+    expect((await busyClient.get("/dashboard/account")).location).toMatch(/^\/dashboard\/login/)
+  })
+
+  it("a right password ends a run of wrong ones: four wrong, right, one wrong is not a lock", async () => {
+    const user = await createUser(server)
+    const client = new DashboardClient(server.baseUrl)
+    for (let attempt = 1; attempt <= 4; attempt++) await client.login(user.email, `wrong password ${attempt}`)
+    expect((await new DashboardClient(server.baseUrl).login(user.email, user.password)).status).toBe(303)
+    expect((await client.login(user.email, "wrong once more")).status).toBe(401)
+    expect((await new DashboardClient(server.baseUrl).login(user.email, user.password)).status).toBe(303)
   })
 
   it("an operator admin lands on the applications; a member of one application lands in it", async () => {

@@ -223,6 +223,9 @@ describe.each(databases)("the operator's dashboard pages on %s", (database) => {
     expect((suspended.body as { error: { code: string } }).error.code).toBe("application_suspended")
 
     expect((await setStatus(id, "active")).location).toBe(`${applications}/${id}?notice=reactivated`)
+    expect((await client.get(`${applications}/${id}?notice=reactivated`)).html).toContain(
+      "The application is active again: its API keys work."
+    )
     expect((await pay()).status).toBe(201)
 
     expect((await setStatus(id, "disabled")).status).toBe(303)
@@ -580,7 +583,9 @@ describe.each(databases)("the operator's dashboard pages on %s", (database) => {
       new RegExp(`${user.email}</a></td>\\s*<td>—</td>\\s*<td><span class="status disabled">deactivated`)
     )
 
-    expect(await change("reactivate")).toBe(`${page}?notice=reactivated`)
+    const reactivated = await change("reactivate")
+    expect(reactivated).toBe(`${page}?notice=user_reactivated`)
+    expect((await client.get(reactivated)).html).toContain("The user is active again and can sign in.")
     const back = await DashboardClient.signIn(server, user)
     expect((await back.get("/dashboard/operator/applications")).status).toBe(404)
     expect(await change("grant_admin")).toBe(`${page}?notice=admin_granted`)
@@ -678,6 +683,18 @@ describe.each(databases)("the operator's dashboard pages on %s", (database) => {
     const onlyKeys = await client.get(`/dashboard/operator/audit?application=${id}&action=api_key.issued`)
     expect(onlyKeys.html).toContain("<code>api_key.issued</code>")
     expect(onlyKeys.html).not.toContain("<code>membership.set</code>")
+    // The actor filter matches the text typed, wildcards included: "%" is no "anything".
+    const wildcard = await client.get(`/dashboard/operator/audit?application=${id}&actor=%25`)
+    expect(wildcard.html).toContain("No entries match these filters.")
+    const partOfAddress = await client.get(
+      `/dashboard/operator/audit?application=${id}&actor=${encodeURIComponent(admin.email.slice(2, 9))}`
+    )
+    expect(partOfAddress.html).toContain("<code>api_key.issued</code>")
+    // The action filter offers every action the log holds, once each.
+    const offered = [...page.html.matchAll(/<option value="([a-z_]+\.[a-z_.]+)"/gi)].map((match) => match[1] ?? "")
+    for (const action of ["application.created", "application.approved", "api_key.issued", "membership.set"])
+      expect(offered).toContain(action)
+    expect(offered).toEqual([...new Set(offered)])
   })
 
   it("a forged post (wrong or missing token, another site) is refused with 403 and changes nothing", async () => {

@@ -655,6 +655,12 @@ describe.each(databases)("operator API on %s", (database) => {
       expect(created.text).not.toContain("scrypt")
       const listed = await admin("/users")
       expect((listed.body as { data: Array<{ email: string }> }).data.map((user) => user.email)).toContain(address)
+      // Stored as a scrypt hash with the cost of docs/decisions.md (N=2^15, r=8, p=3), a salt and a 32-byte key.
+      const [stored] = await server.run(
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT password_hash FROM users WHERE email = ${address}`)
+      )
+      expect(String(stored?.password_hash)).toMatch(/^scrypt\$32768\$8\$3\$[A-Za-z0-9_-]{22,}\$[A-Za-z0-9_-]{43}$/)
+      expect(String(stored?.password_hash)).not.toContain("a long enough password")
     })
 
     it("refuses short passwords, bad addresses, unknown fields and taken addresses with validation_failed", async () => {

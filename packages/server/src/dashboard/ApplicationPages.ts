@@ -447,7 +447,6 @@ export const layer = Layer.unwrap(
       })
     )
 
-    /** One of this application's payments, read like fetch reads it (lazy expiry), with its events and refunds. */
     /** The application's payment with this id, in whichever mode it is (lazy expiry included), or none. */
     const ownPayment = (context: InApplication, raw: string | undefined) =>
       Effect.gen(function* () {
@@ -555,8 +554,9 @@ export const layer = Layer.unwrap(
               )
           }
         }
-        const known = new Set(before.refunds.map((refund) => refund.id as string))
-        const refund = requested.success.refunds.find((entry) => !known.has(entry.id))
+        // Refunds are oldest first; written under the payment's lock, this request's is the newest. (Comparing with
+        // `before`, read before the lock, would name a refund another request made in between.)
+        const refund = requested.success.refunds.at(-1)
         yield* audit.record(context.actor, {
           action: "refund.requested",
           applicationId: context.application.id,

@@ -6,7 +6,7 @@
  * choosing.
  */
 import { Credentials } from "@kassa/core"
-import { DateTime, Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { accountPage, noticeOf, type PasswordErrors } from "../pages/dashboard/AccountPage.ts"
@@ -155,7 +155,7 @@ const Core = Layer.unwrap(
             place: { _tag: "Home" },
             viewer: signed.viewer,
             body: html`<div class="page-head"><div><h1>Your applications</h1>
-<p class="muted">Signed in as ${signed.viewer.email}. Last sign-in ${formatTime(signed.session.user.lastLoginAt ?? DateTime.makeUnsafe(0))}.</p></div></div>
+<p class="muted">Signed in as ${signed.viewer.email}. Last sign-in ${formatTime(signed.session.user.lastLoginAt)}.</p></div></div>
 ${table(
   ["Application", "Your role"],
   memberships.map(
@@ -267,10 +267,10 @@ const Account = Layer.unwrap(
                 : yield* show(signed, { errors: { current_password: "This is not your current password." } }, 422)
             }
 
-            yield* users.setPassword(user.id, next)
-            // Whoever else holds a session of this user (another browser, a stolen cookie) is signed out; this
-            // browser gets a fresh session, so it stays signed in with a token that never met the old password.
-            yield* sessions.endAll(user.id)
+            // One transaction sets the password and ends every session of the user (another browser, a stolen
+            // cookie); this browser gets a fresh session, so it stays signed in with a token that never met the old
+            // password.
+            yield* users.update(user.id, { password: next })
             const token = yield* sessions.create(user.id, {
               ip: signed.actor.ip,
               userAgent: request.headers["user-agent"] ?? null

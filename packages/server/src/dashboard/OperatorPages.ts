@@ -29,10 +29,10 @@ import {
   toApplication
 } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
-import { settingsRuleErrors } from "../operator/OperatorHandlers.ts"
 import {
   CreateApplicationBody,
   CreateUserBody,
+  settingsRuleErrors,
   UpdateApplicationBody,
   UpdateUserBody
 } from "../operator/OperatorSchemas.ts"
@@ -108,7 +108,7 @@ const notices: ReadonlyMap<string, string> = new Map([
   ["user_created", "The user is created and can sign in now."],
   ["password_set", "The new password is set; every session of the user has ended."],
   ["deactivated", "The user is deactivated: signed out everywhere, and sign-in is refused."],
-  ["reactivated", "The user is active again and can sign in."],
+  ["user_reactivated", "The user is active again and can sign in."],
   ["admin_granted", "The user is an operator admin now."],
   ["admin_revoked", "The user is no longer an operator admin."]
 ])
@@ -116,7 +116,7 @@ const notices: ReadonlyMap<string, string> = new Map([
 /** The account changes the user page offers: what the repository is asked, what is audited, which notice shows. */
 const accessChanges = {
   deactivate: { changes: { active: false }, action: "user.deactivated", notice: "deactivated" },
-  reactivate: { changes: { active: true }, action: "user.reactivated", notice: "reactivated" },
+  reactivate: { changes: { active: true }, action: "user.reactivated", notice: "user_reactivated" },
   grant_admin: { changes: { operatorAdmin: true }, action: "user.operator_admin_granted", notice: "admin_granted" },
   revoke_admin: { changes: { operatorAdmin: false }, action: "user.operator_admin_revoked", notice: "admin_revoked" }
 } as const satisfies Record<string, { changes: UserChanges; action: string; notice: string }>
@@ -138,8 +138,7 @@ const transitionsFrom = (status: Application.ApplicationStatus) =>
   ApplicationLifecycle.available(status).map((move) => ({
     ...moveViews[move],
     move,
-    status: ApplicationLifecycle.moves[move].to,
-    notice: moveViews[move].action
+    status: ApplicationLifecycle.moves[move].to
   }))
 
 const settingNames = [
@@ -422,7 +421,7 @@ export const layer = Layer.unwrap(
             target: application.id,
             details: { from: application.status, to: transition.status }
           })
-          return redirect(`${applicationsPath}/${application.id}?notice=${transition.notice}`)
+          return redirect(`${applicationsPath}/${application.id}?notice=${transition.action}`)
         })
       )
 
@@ -599,19 +598,13 @@ export const layer = Layer.unwrap(
       form: { readonly email: string; readonly operatorAdmin: boolean; readonly errors: FieldMessages },
       status = 200
     ) {
-      const all = yield* users.list
-      const memberships = yield* users.allMemberships
+      const all = yield* users.listWithMemberships
       return respondPage(
         usersPage({
           viewer: signed.viewer,
           notice: noticeOf(signed),
           form,
-          users: all.map((user) =>
-            userItem(
-              user,
-              memberships.filter((membership) => membership.userId === user.id)
-            )
-          )
+          users: all.map(({ user, memberships }) => userItem(user, memberships))
         }),
         status
       )
@@ -750,22 +743,21 @@ export const layer = Layer.unwrap(
           const action = param(signed, "action", 100)
           const beforeText = param(signed, "before", 20)
           const before = /^[0-9]{1,15}$/.test(beforeText) ? Number(beforeText) : undefined
-          const entries = yield* audit.list({
-            limit: pageSize + 1,
+          const page = yield* audit.list({
+            limit: pageSize,
             applicationId: Option.getOrUndefined(application),
             actor: actor.length === 0 ? undefined : actor,
             action: action.length === 0 ? undefined : action,
             before
           })
-          const shown = entries.slice(0, pageSize)
-          const last = shown.at(-1)
+          const last = page.entries.at(-1)
           return respondPage(
             auditPage({
               viewer: signed.viewer,
               filters: { application: Option.getOrElse(application, () => ""), actor, action },
               applications: yield* choices,
-              actions: yield* queries.auditActions,
-              entries: shown.map((entry) => ({
+              actions: yield* audit.actions,
+              entries: page.entries.map((entry) => ({
                 id: entry.id,
                 at: toDate(entry.at),
                 actor: entry.actor,
@@ -776,7 +768,7 @@ export const layer = Layer.unwrap(
                 details: entry.details,
                 ip: entry.ip
               })),
-              before: entries.length > pageSize && last !== undefined ? last.id : null
+              before: page.hasMore && last !== undefined ? last.id : null
             })
           )
         })

@@ -1,7 +1,7 @@
 /**
  * Read-only queries behind the operator's cross-application pages (issue #6): deliveries and payments of every
- * application with filters and cursor paging (newest first), every membership at once for the users page, and the
- * actions the audit log holds (its filter). The repositories answer per application; these answer across them.
+ * application with filters and cursor paging (newest first). The repositories answer per application; these answer
+ * across them.
  */
 import type { Ids, Mode, WebhookEvent } from "@kassa/core"
 import { Context, Effect, Layer } from "effect"
@@ -45,7 +45,6 @@ export class OperatorQueries extends Context.Service<
   {
     readonly deliveries: (query: DeliveryQuery) => Effect.Effect<PaymentSearch.Page<DeliveryRow>>
     readonly payments: (query: PaymentSearch.PaymentSearchQuery) => Effect.Effect<PaymentSearch.PaymentPage>
-    readonly auditActions: Effect.Effect<ReadonlyArray<string>>
   }
 >()("@kassa/server/dashboard/OperatorQueries") {
   static readonly layer = Layer.effect(
@@ -106,11 +105,7 @@ export class OperatorQueries extends Context.Service<
 
       return OperatorQueries.of({
         deliveries,
-        payments,
-        auditActions: sql`SELECT DISTINCT action FROM audit_log ORDER BY action`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => rows.map((row) => String(row.action)))
-        )
+        payments
       })
     })
   )

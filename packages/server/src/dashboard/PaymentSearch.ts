@@ -7,6 +7,7 @@ import { type Ids, Mode, type Payment } from "@kassa/core"
 import { Effect } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import type { Payments } from "../payments/Payments.ts"
+import * as QueryFilters from "./QueryFilters.ts"
 
 export interface PaymentSearchQuery {
   readonly limit: number
@@ -46,7 +47,7 @@ export interface Page<A> {
 export type PaymentPage = Page<PaymentSummary>
 
 /** `LIKE` pattern of a prefix: `%`, `_` and the escape character itself match only themselves. */
-export const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (char) => `\\${char}`)}%`
+export const likePrefix = (prefix: string) => `${QueryFilters.likeLiteral(prefix)}%`
 
 /**
  * Expires the due `pending` payments a search could list, as every reader does, so that no list shows a payment as

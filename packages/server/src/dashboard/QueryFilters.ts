@@ -6,6 +6,9 @@ import { Mode, Payment, WebhookEvent } from "@kassa/core"
 import { Schema } from "effect"
 import { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
 
+/** Text matched literally inside a LIKE pattern: its `%`, `_` and `\` escaped (`_` is common in e-mail addresses). */
+export const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
+
 /** A query parameter as typed: trimmed, at most `max` characters, "" when absent. */
 export const param = (query: URLSearchParams, name: string, max = 200): string =>
   (query.get(name) ?? "").trim().slice(0, max)

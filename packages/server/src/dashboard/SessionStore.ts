@@ -34,8 +34,6 @@ export class SessionStore extends Context.Service<
     ) => Effect.Effect<string>
     readonly resolve: (token: string | undefined) => Effect.Effect<Option.Option<Session>>
     readonly end: (token: string | undefined) => Effect.Effect<void>
-    /** Ends every session of a user (password change, removal). */
-    readonly endAll: (userId: UserId) => Effect.Effect<void>
     /** Whether `candidate` is the CSRF token of `session`. */
     readonly verifyCsrf: (session: Session, candidate: string | undefined) => boolean
   }
@@ -90,7 +88,6 @@ export class SessionStore extends Context.Service<
           token === undefined
             ? Effect.void
             : sql`DELETE FROM sessions WHERE token_hash = ${hashToken(token)}`.pipe(Effect.orDie, Effect.asVoid),
-        endAll: (userId) => sql`DELETE FROM sessions WHERE user_id = ${userId}`.pipe(Effect.orDie, Effect.asVoid),
         verifyCsrf: (session, candidate) => CsrfToken.matches(session.csrf, candidate)
       })
     })

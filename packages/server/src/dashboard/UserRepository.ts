@@ -46,6 +46,12 @@ export interface UserMembership extends Membership {
   readonly userId: UserId
 }
 
+/** A user and every membership of theirs, for lists of users. */
+export interface UserWithMemberships {
+  readonly user: User
+  readonly memberships: ReadonlyArray<Membership>
+}
+
 export interface Member {
   readonly user: User
   readonly role: DashboardAccess.Role
@@ -97,12 +103,11 @@ export class UserRepository extends Context.Service<
     readonly list: Effect.Effect<ReadonlyArray<User>>
     /** Checks a password under the lock-out rule and records the outcome. */
     readonly signIn: (email: string, password: string) => Effect.Effect<SignIn>
-    readonly setPassword: (id: UserId, password: string) => Effect.Effect<void>
     /** An operator's change (`UserChanges`), in one transaction with the end of the user's sessions it implies. */
     readonly update: (id: UserId, changes: UserChanges) => Effect.Effect<Option.Option<User>>
     readonly memberships: (id: UserId) => Effect.Effect<ReadonlyArray<Membership>>
-    /** Every user's memberships in one query (for lists of users), by application name. */
-    readonly allMemberships: Effect.Effect<ReadonlyArray<UserMembership>>
+    /** Every user with their memberships (by application name), in two queries whatever the number of users. */
+    readonly listWithMemberships: Effect.Effect<ReadonlyArray<UserWithMemberships>>
     readonly roleIn: (id: UserId, applicationId: Ids.ApplicationId) => Effect.Effect<DashboardAccess.Role | null>
     /** The application and the user's role in it (null when not a member) in one query; none for an unknown id. */
     readonly applicationWithRole: (
@@ -143,7 +148,7 @@ export class UserRepository extends Context.Service<
         `.pipe(Effect.orDie)
         const row = rows[0]
         if (row === undefined) return yield* new EmailTaken()
-        return publicUser(userFromRow(row))
+        return userOfRow(row)
       })
 
       const signIn = Effect.fn("UserRepository.signIn")(function* (email: string, password: string) {
@@ -162,21 +167,41 @@ export class UserRepository extends Context.Service<
         if (LoginThrottle.isLocked(user.throttle, now) && user.throttle.lockedUntil !== null) {
           return { _tag: "Locked", userId: user.id, until: user.throttle.lockedUntil } satisfies SignIn as SignIn
         }
-        if (!(yield* PasswordHash.verify(password, user.passwordHash))) {
-          const next = LoginThrottle.afterFailure(user.throttle, now)
+        const verified = yield* PasswordHash.verify(password, user.passwordHash)
+        // The outcome is recorded against the account as it is after the hash, under its row lock: wrong guesses
+        // verified side by side each count (read before hashing, they would all have counted as the first), and a
+        // lock, a deactivation or a new password that came meanwhile holds.
+        return yield* Effect.gen(function* () {
+          const [row] = yield* sql`
+            SELECT failed_logins, locked_until, deactivated_at, password_hash FROM users WHERE id = ${user.id} FOR UPDATE
+          `
+          if (row === undefined || row.deactivated_at !== null || row.password_hash !== user.passwordHash) {
+            return { _tag: "Refused", userId: user.id } satisfies SignIn as SignIn
+          }
+          const current: LoginThrottle.ThrottleState = {
+            failures: Number(row.failed_logins),
+            lockedUntil: utcOrNull(row.locked_until)
+          }
+          const at = yield* DateTime.now
+          if (LoginThrottle.isLocked(current, at) && current.lockedUntil !== null) {
+            return { _tag: "Locked", userId: user.id, until: current.lockedUntil } satisfies SignIn as SignIn
+          }
+          if (!verified) {
+            const next = LoginThrottle.afterFailure(current, at)
+            yield* sql`
+              UPDATE users SET failed_logins = ${next.failures},
+                locked_until = ${next.lockedUntil === null ? null : toDate(next.lockedUntil)}
+              WHERE id = ${user.id}
+            `
+            return next.lockedUntil !== null
+              ? ({ _tag: "Locked", userId: user.id, until: next.lockedUntil } satisfies SignIn as SignIn)
+              : ({ _tag: "Refused", userId: user.id } satisfies SignIn as SignIn)
+          }
           yield* sql`
-            UPDATE users SET failed_logins = ${next.failures},
-              locked_until = ${next.lockedUntil === null ? null : toDate(next.lockedUntil)}
-            WHERE id = ${user.id}
-          `.pipe(Effect.orDie)
-          return next.lockedUntil !== null
-            ? ({ _tag: "Locked", userId: user.id, until: next.lockedUntil } satisfies SignIn as SignIn)
-            : ({ _tag: "Refused", userId: user.id } satisfies SignIn as SignIn)
-        }
-        yield* sql`
-          UPDATE users SET failed_logins = 0, locked_until = NULL, last_login_at = ${toDate(now)} WHERE id = ${user.id}
-        `.pipe(Effect.orDie)
-        return { _tag: "SignedIn", user: publicUser({ ...user, lastLoginAt: now }) } satisfies SignIn as SignIn
+            UPDATE users SET failed_logins = 0, locked_until = NULL, last_login_at = ${toDate(at)} WHERE id = ${user.id}
+          `
+          return { _tag: "SignedIn", user: publicUser({ ...user, lastLoginAt: at }) } satisfies SignIn as SignIn
+        }).pipe(sql.withTransaction, Effect.orDie)
       })
 
       const membershipsWhere = (condition: Statement.Fragment) =>
@@ -198,25 +223,21 @@ export class UserRepository extends Context.Service<
           )
         )
 
+      const list = sql`SELECT * FROM users ORDER BY created_at, email`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows.map(userOfRow))
+      )
+
       return UserRepository.of({
         create,
         find: (id) =>
           sql`SELECT * FROM users WHERE id = ${id}`.pipe(
             Effect.orDie,
-            Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => publicUser(userFromRow(row))))
+            Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), userOfRow))
           ),
         findByEmail: (email) => findStored(email).pipe(Effect.map(Option.map(publicUser))),
-        list: sql`SELECT * FROM users ORDER BY created_at, email`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => rows.map((row) => publicUser(userFromRow(row))))
-        ),
+        list,
         signIn,
-        setPassword: Effect.fn("UserRepository.setPassword")(function* (id: UserId, password: string) {
-          const passwordHash = yield* PasswordHash.hash(password)
-          yield* sql`
-            UPDATE users SET password_hash = ${passwordHash}, failed_logins = 0, locked_until = NULL WHERE id = ${id}
-          `.pipe(Effect.orDie)
-        }),
         update: Effect.fn("UserRepository.update")(function* (id: UserId, changes: UserChanges) {
           const now = toDate(yield* DateTime.now)
           const columns: Record<string, unknown> = {}
@@ -236,11 +257,21 @@ export class UserRepository extends Context.Service<
             const row = rows[0]
             if (row === undefined) return Option.none<User>()
             if (endsSessions) yield* sql`DELETE FROM sessions WHERE user_id = ${id}`
-            return Option.some(publicUser(userFromRow(row)))
+            return Option.some(userOfRow(row))
           }).pipe(sql.withTransaction, Effect.orDie)
         }),
         memberships: (id) => membershipsWhere(sql`m.user_id = ${id}`),
-        allMemberships: membershipsWhere(sql`true`),
+        listWithMemberships: Effect.all([list, membershipsWhere(sql`true`)]).pipe(
+          Effect.map(([users, memberships]) => {
+            const byUser = new Map<string, Array<Membership>>()
+            for (const membership of memberships) {
+              const own = byUser.get(membership.userId)
+              if (own === undefined) byUser.set(membership.userId, [membership])
+              else own.push(membership)
+            }
+            return users.map((user) => ({ user, memberships: byUser.get(user.id) ?? [] }))
+          })
+        ),
         roleIn: (id, applicationId) =>
           sql`SELECT role FROM memberships WHERE user_id = ${id} AND application_id = ${applicationId}`.pipe(
             Effect.orDie,
@@ -267,9 +298,7 @@ export class UserRepository extends Context.Service<
           `.pipe(
             Effect.orDie,
             Effect.map((rows) =>
-              rows.map(
-                (row): Member => ({ user: publicUser(userFromRow(row)), role: row.role as DashboardAccess.Role })
-              )
+              rows.map((row): Member => ({ user: userOfRow(row), role: row.role as DashboardAccess.Role }))
             )
           ),
         setRole: (id, applicationId, role) =>

@@ -20,7 +20,7 @@ import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
 import * as AdminAuthentication from "./AdminAuthentication.ts"
 import { OperatorApi, operatorOpenApiPath } from "./OperatorApi.ts"
-import { insecureInProduction, type UpdateApplicationBody } from "./OperatorSchemas.ts"
+import { settingsRuleErrors, type UpdateApplicationBody } from "./OperatorSchemas.ts"
 
 const applicationNotFound = () => new ApiError.NotFound({ message: "No application with this id." })
 
@@ -38,30 +38,6 @@ const keyNotFound = () => new ApiError.NotFound({ message: "No API key with this
 const parseKeyId = Schema.decodeUnknownOption(Ids.ApiKeyId)
 const parseDeliveryId = Schema.decodeUnknownOption(Ids.DeliveryId)
 const deliveryNotFound = () => new ApiError.NotFound({ message: "No delivery with this id." })
-
-/**
- * The rules a single field cannot check: `min_amount` ≤ `max_amount` over the resulting settings (stored values
- * fill in on PATCH), and https webhook URLs in production (decisions §7). A rule is reported on the fields the
- * request sent, so the operator sees what to change. Shared with the operator's dashboard pages; empty when the
- * settings hold.
- */
-export const settingsRuleErrors = (
-  sent: UpdateApplicationBody,
-  result: { readonly min_amount: number; readonly max_amount: number },
-  production: boolean
-): Record<string, [string, ...Array<string>]> => {
-  const fields: Record<string, [string, ...Array<string>]> = {}
-  if (result.min_amount > result.max_amount) {
-    const message = `min_amount (${result.min_amount}) must not exceed max_amount (${result.max_amount})`
-    if (sent.min_amount !== undefined) fields.min_amount = [message]
-    if (sent.max_amount !== undefined) fields.max_amount = [message]
-  }
-  // The schema has already checked that the URL parses.
-  if (typeof sent.webhook_url === "string" && insecureInProduction(sent.webhook_url, production)) {
-    fields.webhook_url = ["webhook_url must be an https URL in production"]
-  }
-  return fields
-}
 
 const settingsErrors = (
   sent: UpdateApplicationBody,
@@ -278,19 +254,13 @@ export const UsersHandlers = HttpApiBuilder.group(
                 Effect.fail(RequestValidation.validationFailed({ email: ["a user with this e-mail address exists"] }))
               )
             )
-          return yield* view(user)
+          // A new user has no memberships yet.
+          return wire(user, [])
         })
       )
       .handle("list", () =>
-        Effect.all([users.list, users.allMemberships]).pipe(
-          Effect.map(([all, memberships]) => ({
-            data: all.map((user) =>
-              wire(
-                user,
-                memberships.filter((membership) => membership.userId === user.id)
-              )
-            )
-          }))
+        users.listWithMemberships.pipe(
+          Effect.map((all) => ({ data: all.map(({ user, memberships }) => wire(user, memberships)) }))
         )
       )
       .handle(
@@ -323,13 +293,13 @@ export const UsersHandlers = HttpApiBuilder.group(
       .handle(
         "audit",
         Effect.fn("Operator.audit")(function* ({ query }) {
-          const entries = yield* audit.list({
-            limit: query.limit + 1,
+          const page = yield* audit.list({
+            limit: query.limit,
             before: query.before,
             applicationId: query.application_id
           })
           return {
-            data: entries.slice(0, query.limit).map((entry) => ({
+            data: page.entries.map((entry) => ({
               id: entry.id,
               at: entry.at,
               actor: entry.actor,
@@ -339,7 +309,7 @@ export const UsersHandlers = HttpApiBuilder.group(
               details: entry.details,
               ip: entry.ip
             })),
-            has_more: entries.length > query.limit
+            has_more: page.hasMore
           }
         })
       )

@@ -76,6 +76,30 @@ export const insecureInProduction = (url: string, production: boolean): boolean 
   production && new URL(url).protocol !== "https:"
 
 /**
+ * The rules a single field cannot check: `min_amount` ≤ `max_amount` over the resulting settings (stored values
+ * fill in on PATCH), and https webhook URLs in production (decisions §7). A rule is reported on the fields the
+ * request sent, so the operator sees what to change. Shared by the operator API's handlers and the operator's dashboard pages; empty when the
+ * settings hold.
+ */
+export const settingsRuleErrors = (
+  sent: UpdateApplicationBody,
+  result: { readonly min_amount: number; readonly max_amount: number },
+  production: boolean
+): Record<string, [string, ...Array<string>]> => {
+  const fields: Record<string, [string, ...Array<string>]> = {}
+  if (result.min_amount > result.max_amount) {
+    const message = `min_amount (${result.min_amount}) must not exceed max_amount (${result.max_amount})`
+    if (sent.min_amount !== undefined) fields.min_amount = [message]
+    if (sent.max_amount !== undefined) fields.max_amount = [message]
+  }
+  // The schema has already checked that the URL parses.
+  if (typeof sent.webhook_url === "string" && insecureInProduction(sent.webhook_url, production)) {
+    fields.webhook_url = ["webhook_url must be an https URL in production"]
+  }
+  return fields
+}
+
+/**
  * One entry of `ip_allowlist`: an IPv4/IPv6 address or a CIDR range (`10.0.0.0/8`, `2001:db8::/32`). Parsed with
  * effect's `effect/net`, as the authentication check parses the stored list, so every accepted entry takes effect.
  */

@@ -53,12 +53,8 @@ export type RefundError =
   | ApiError.RefundAmountExceedsRefundable
   | ApiError.PaymentBusy
 
-/** What a live refund request from the dashboard can be refused with. */
-export type RefundRequestError =
-  | ApiError.NotFound
-  | ApiError.PaymentNotRefundable
-  | ApiError.RefundAmountExceedsRefundable
-  | ApiError.PaymentBusy
+/** What a live refund request from the dashboard can be refused with: a refund's refusals, as it is the live path. */
+export type RefundRequestError = Exclude<RefundError, ApiError.RefundsProcessedManually>
 
 export interface PaymentPage {
   readonly data: ReadonlyArray<Payment.Payment>

@@ -61,8 +61,10 @@ export default Effect.gen(function* () {
       ip text
     )
   `
-  yield* sql`CREATE INDEX audit_log_at ON audit_log (at DESC, id DESC)`
-  yield* sql`CREATE INDEX audit_log_application ON audit_log (application_id, at DESC)`
+  // The log is read newest first by id (its primary key), whole or filtered by application or action; the action
+  // index also lists the actions there are (AuditLog.actions) without reading every entry.
+  yield* sql`CREATE INDEX audit_log_application ON audit_log (application_id, id DESC)`
+  yield* sql`CREATE INDEX audit_log_action ON audit_log (action, id DESC)`
   yield* sql`ALTER TABLE refunds ADD COLUMN requested_by uuid REFERENCES users (id)`
   yield* sql`CREATE INDEX deliveries_newest ON deliveries (created_at DESC, id DESC)`
   yield* sql`CREATE INDEX payments_newest ON payments (created_at DESC, seq DESC)`
