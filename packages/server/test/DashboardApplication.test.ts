@@ -63,10 +63,10 @@ describe.each(databases)("an application's dashboard on %s", (database) => {
   })
 
   /** A fresh application of its own, with webhooks to its own path on the receiver, and its owner signed in. */
-  const ownApplication = async (name = "Own shop") => {
+  const ownApplication = async (name = "Own shop", role: "owner" | "developer" = "owner") => {
     const path = `/app-${paths++}`
     const created = await server.createApplication({ name, webhook_url: receiver.url(path) })
-    const user = await createUser(server, { roles: [[created.application.id, "owner"]] })
+    const user = await createUser(server, { roles: [[created.application.id, role]] })
     const client = await DashboardClient.signIn(server, user)
     return { ...created, path, user, client, base: `/dashboard/apps/${created.application.id}` }
   }
@@ -555,6 +555,21 @@ describe.each(databases)("an application's dashboard on %s", (database) => {
   })
 
   describe("who may do what", () => {
+    it("a developer manages webhooks and resends deliveries (not only an owner)", async () => {
+      const dev = await ownApplication("Developer's shop", "developer")
+      const payment = await paidPayment(server, dev.testKey)
+      const delivery = await deliveryOf(payment.id)
+      await dev.client.get(`${dev.base}/webhooks`)
+      const saved = await dev.client.post(`${dev.base}/webhooks/url`, { url: receiver.url(`${dev.path}-moved`) })
+      expect(saved.status, saved.html).toBe(303)
+      expect((await dev.client.post(`${dev.base}/webhooks/test`)).status).toBe(303)
+      const secret = await dev.client.post(`${dev.base}/webhooks/secret`)
+      expect(secret.status).toBe(200)
+      expect(secret.html).toMatch(/id="webhook-secret"[^>]*value="whsec_/)
+      await dev.client.get(`${dev.base}/deliveries/${delivery.id}`)
+      expect((await dev.client.post(`${dev.base}/deliveries/${delivery.id}/resend`)).status).toBe(303)
+    })
+
     it("a viewer sees every page but no action, and every post of theirs is 403 and changes nothing", async () => {
       const livePayment = await livePaidPayment(shop.application.id, 1000)
       const testPayment = await paidPayment(server, shop.testKey)
