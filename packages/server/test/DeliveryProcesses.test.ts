@@ -127,6 +127,19 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
       })
     )
 
+  /** How many processes hold leases on pending deliveries right now. */
+  const leaseOwners = () =>
+    onDatabase(
+      databaseUrl,
+      Effect.gen(function* () {
+        const sql = yield* PgClient.PgClient
+        const [row] = yield* sql`
+          SELECT count(DISTINCT lease_owner)::int AS n FROM deliveries WHERE status = 'pending' AND lease_owner IS NOT NULL
+        `
+        return Number(row?.n ?? 0)
+      })
+    )
+
   const waitUntilSucceeded = async (total: number, timeoutMs: number) => {
     const deadline = Date.now() + timeoutMs
     while (true) {
@@ -217,7 +230,16 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
     // A receiver that takes a while, so the process dies with attempts in flight.
     receiver.answer({ status: 200, body: "ok", delayMs: 25 })
     const ids = await insertEvents(1000)
-    while (receiver.received("/hook").length < 200) await sleep(5)
+    // Both processes must be delivering when one dies: the second can start up to a poll (1 s) later than the
+    // first, which alone may have made the first 200 attempts by then (a CI run killed a process holding nothing).
+    const deadline = Date.now() + 30_000
+    while (receiver.received("/hook").length < 200 || (await leaseOwners()) < 2) {
+      if (Date.now() > deadline) throw new Error("the two processes did not both take deliveries")
+      await sleep(5)
+    }
+    // And both have been sending for a moment (their caps are 16 attempts each, answered after 25 ms).
+    const seen = receiver.received("/hook").length
+    while (receiver.received("/hook").length < seen + 64 && Date.now() < deadline) await sleep(5)
     await kill("a")
     const killedAt = Date.now()
     expect(processes.get("a")?.child.signalCode).toBe("SIGKILL")
