@@ -6,13 +6,39 @@
  * PGlite is one backend session: pglite-socket interleaves protocol messages of concurrent connections,
  * which breaks with more than one (electric-sql/pglite#1046). The client therefore gets exactly one
  * connection, and every transaction is serialized.
+ *
+ * Its files hold e-mail addresses, password hashes and payer data, so they are the owner's alone: the data
+ * directory is 0700 and every file in it 0600. PGlite unpacks a new cluster with world-writable files (0666,
+ * whatever the umask), and PostgreSQL's own 0600 is lost in its WebAssembly file system, which creates files with
+ * the process umask only. So the start tightens whatever exists (a new cluster, or one an older version left
+ * open), and while PGlite runs the process umask is 077, so the files it creates later (WAL segments, new tables)
+ * are owner-only too. Nothing else this process writes needs group or other access.
  */
 
-import { mkdirSync } from "node:fs"
+import { chmodSync, mkdirSync, readdirSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { Context, Effect, Layer } from "effect"
+
+/** Makes `folder` and everything under it the owner's only: directories 0700, files 0600. */
+export const restrictToOwner = (folder: string) => {
+  chmodSync(folder, 0o700)
+  for (const entry of readdirSync(folder, { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath, entry.name)
+    if (entry.isDirectory()) chmodSync(path, 0o700)
+    else if (entry.isFile()) chmodSync(path, 0o600)
+  }
+}
+
+/** Sets the process umask; `undefined` where it cannot be set (worker threads), and the chmods must do. */
+const setUmask = (mask: number): number | undefined => {
+  try {
+    return process.umask(mask)
+  } catch {
+    return undefined
+  }
+}
 
 export interface EmbeddedConnection {
   readonly host: string
@@ -30,17 +56,24 @@ export class EmbeddedPostgres extends Context.Service<EmbeddedPostgres, Embedded
       EmbeddedPostgres,
       Effect.acquireRelease(
         Effect.promise(async () => {
-          const location = dataDir === "memory://" ? dataDir : resolve(dataDir, "pglite")
-          if (location !== "memory://") mkdirSync(location, { recursive: true })
-          const db = await PGlite.create(location === "memory://" ? undefined : location)
+          const inMemory = dataDir === "memory://"
+          const location = inMemory ? dataDir : resolve(dataDir, "pglite")
+          const previousUmask = inMemory ? undefined : setUmask(0o077)
+          if (!inMemory) {
+            mkdirSync(location, { recursive: true, mode: 0o700 })
+            chmodSync(resolve(dataDir), 0o700)
+          }
+          const db = await PGlite.create(inMemory ? undefined : location)
+          if (!inMemory) restrictToOwner(location)
           const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0 })
           await server.start()
-          return { db, server, location }
+          return { db, server, location, previousUmask }
         }),
-        ({ db, server }) =>
+        ({ db, server, previousUmask }) =>
           Effect.promise(async () => {
             await server.stop()
             await db.close()
+            if (previousUmask !== undefined) setUmask(previousUmask)
           })
       ).pipe(
         Effect.map(({ server, location }) => {

@@ -41,6 +41,8 @@ const random = () => randomBytes(32).toString("base64url")
 /** Reads or creates `<dataDir>/secrets.json` for the secrets the environment leaves unset (development only). */
 const developmentSecrets = (dataDir: string, needAdmin: boolean, needKey: boolean) => {
   const file = join(dataDir, "secrets.json")
+  // A file an older version or an operator's copy left readable to others is tightened before it is read.
+  if (existsSync(file)) chmodSync(file, 0o600)
   const stored: StoredSecrets = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as StoredSecrets) : {}
   let generatedAdminToken = false
   if (needAdmin && stored.adminToken === undefined) {
@@ -49,7 +51,7 @@ const developmentSecrets = (dataDir: string, needAdmin: boolean, needKey: boolea
   }
   if (needKey && stored.secretKey === undefined) stored.secretKey = random()
   if (generatedAdminToken || (needKey && !existsSync(file))) {
-    mkdirSync(dataDir, { recursive: true })
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
     writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600 })
     chmodSync(file, 0o600)
   }
