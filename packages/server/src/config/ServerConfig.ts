@@ -2,7 +2,7 @@
  * The server's settings (decisions §9), read once at start through effect's Config. A bad value stops the
  * start with a message naming the setting; nothing starts half-configured.
  */
-import { Config, Context, Effect, Layer, Option, type Redacted } from "effect"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 
 export type Environment = "development" | "production"
 
@@ -20,6 +20,14 @@ export interface ServerSettings {
   readonly environment: Environment
   /** Addresses and CIDR ranges whose `X-Forwarded-For` is believed (decisions §5). */
   readonly trustedProxies: ReadonlyArray<string>
+  /** How long a request may take before it is answered 503 `server_error` with `Retry-After`. */
+  readonly requestDeadline: Duration.Duration
+  /** How long a client may take to send a whole request, headers and body (Node's `requestTimeout`). */
+  readonly requestReceiveTimeout: Duration.Duration
+  /** How long an idle keep-alive connection stays open; above load balancers' idle timeouts (60 s on AWS ALB). */
+  readonly keepAliveTimeout: Duration.Duration
+  /** PostgreSQL's `statement_timeout` and `idle_in_transaction_session_timeout` for the server's connections. */
+  readonly databaseStatementTimeout: Duration.Duration
 }
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
@@ -43,6 +51,14 @@ export const settings: Config.Config<ServerSettings> = Config.all({
         .map((entry) => entry.trim())
         .filter((entry) => entry.length > 0)
     )
+  ),
+  requestDeadline: Config.Duration("KASSA_REQUEST_DEADLINE").pipe(Config.withDefault(Duration.seconds(15))),
+  requestReceiveTimeout: Config.Duration("KASSA_REQUEST_RECEIVE_TIMEOUT").pipe(
+    Config.withDefault(Duration.seconds(30))
+  ),
+  keepAliveTimeout: Config.Duration("KASSA_KEEP_ALIVE_TIMEOUT").pipe(Config.withDefault(Duration.seconds(65))),
+  databaseStatementTimeout: Config.Duration("KASSA_DATABASE_STATEMENT_TIMEOUT").pipe(
+    Config.withDefault(Duration.seconds(30))
   )
 }).pipe(
   Config.map(
@@ -59,6 +75,49 @@ export const settings: Config.Config<ServerSettings> = Config.all({
 /** A production start without its secrets is refused with a message that says what to set. */
 export class MissingProductionSetting extends Error {
   override readonly name = "MissingProductionSetting"
+}
+
+/** A setting that parses but cannot be right (a short secret, a base URL that is no web address). */
+export class InvalidSetting extends Error {
+  override readonly name = "InvalidSetting"
+}
+
+/** Shortest admin token and secret key production accepts: 32 characters, what `openssl rand -base64 24` gives. */
+export const minimumSecretLength = 32
+
+/** Why the settings cannot serve, one message per bad setting; empty when they can. */
+export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  // checkout_url, docs_url and every redirect start with the base URL: anything but an absolute web address
+  // (`javascript:…`, `file:…`) would put the scheme in front of payers.
+  const base = URL.parse(loaded.baseUrl)
+  if (base === null || (base.protocol !== "http:" && base.protocol !== "https:") || base.hostname === "") {
+    found.push(`KASSA_BASE_URL must be an absolute http:// or https:// address (got ${JSON.stringify(loaded.baseUrl)})`)
+  }
+  if (loaded.environment === "production") {
+    for (const [name, value] of [
+      ["KASSA_ADMIN_TOKEN", loaded.adminToken],
+      ["KASSA_SECRET_KEY", loaded.secretKey]
+    ] as const) {
+      if (Option.isSome(value) && Redacted.value(value.value).length < minimumSecretLength) {
+        found.push(
+          `${name} must be at least ${minimumSecretLength} characters in production (e.g. openssl rand -base64 32)`
+        )
+      }
+    }
+  }
+  for (const [name, value] of [
+    ["KASSA_REQUEST_DEADLINE", loaded.requestDeadline],
+    ["KASSA_REQUEST_RECEIVE_TIMEOUT", loaded.requestReceiveTimeout],
+    ["KASSA_KEEP_ALIVE_TIMEOUT", loaded.keepAliveTimeout],
+    ["KASSA_DATABASE_STATEMENT_TIMEOUT", loaded.databaseStatementTimeout]
+  ] as const) {
+    // Zero would switch the bound off in Node and PostgreSQL alike; nothing may wait without one.
+    if (!Duration.isFinite(value) || Duration.toMillis(value) < 1) {
+      found.push(`${name} must be a positive, finite duration such as "30 seconds"`)
+    }
+  }
+  return found
 }
 
 export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>()("@kassa/server/ServerConfig") {
@@ -79,6 +138,8 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
           )
         }
       }
+      const invalid = problems(loaded)
+      if (invalid.length > 0) return yield* Effect.die(new InvalidSetting(invalid.join("; ")))
       return loaded
     })
   )
@@ -96,6 +157,10 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       secretKey: Option.none(),
       environment: "development",
       trustedProxies: [],
+      requestDeadline: Duration.seconds(15),
+      requestReceiveTimeout: Duration.seconds(30),
+      keepAliveTimeout: Duration.seconds(65),
+      databaseStatementTimeout: Duration.seconds(30),
       ...overrides
     })
 }
