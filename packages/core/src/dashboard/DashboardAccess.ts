@@ -39,3 +39,9 @@ export const can = (access: Access, permission: Permission): boolean =>
 /** The permissions of a role, in the order of {@link Permission} (for the members page). */
 export const permissionsOf = (role: Role): ReadonlyArray<Permission> =>
   Permission.literals.filter((permission) => grants[role].has(permission))
+
+/**
+ * Whether `access` shows webhook URLs whole — with the user part and query that may carry the receiver's token
+ * (issue #11). Owners and operator admins only; everyone else sees `UrlMask.mask`ed URLs.
+ */
+export const seesUrlSecrets = (access: Access): boolean => access.operatorAdmin || access.role === "owner"

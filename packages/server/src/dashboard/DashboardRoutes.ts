@@ -5,8 +5,8 @@
  * cookie and an HMAC token, plus same-origin headers), so no other site can sign a browser in to an account of its
  * choosing.
  */
-import { Credentials } from "@kassa/core"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Credentials, SignInRedirect } from "@kassa/core"
+import { DateTime, Effect, Layer, Option, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { accountPage, noticeOf, type PasswordErrors } from "../pages/dashboard/AccountPage.ts"
@@ -41,11 +41,15 @@ const withSessionCookie =
 
 const isPassword = (value: string): boolean => Schema.is(Credentials.Password)(value)
 
-/** Only a dashboard path of this server may be the place to go after signing in (no open redirect). */
-export const safeNext = (next: string | null | undefined): string =>
-  next !== null && next !== undefined && /^\/dashboard(?:[/?#]|$)/.test(next) && !next.startsWith("//")
-    ? next
-    : "/dashboard"
+/**
+ * Only a dashboard path of this server may be the place to go after signing in (no open redirect), normalised so it
+ * is always a valid `Location` (the core's SignInRedirect).
+ */
+export const safeNext = SignInRedirect.nextPath
+
+/** Whole seconds from `now` until `until`, at least 1 (a `Retry-After`). */
+const secondsUntil = (until: DateTime.Utc, now: DateTime.Utc) =>
+  Math.max(1, Math.ceil((DateTime.toEpochMillis(until) - DateTime.toEpochMillis(now)) / 1000))
 
 export const routes = [
   { method: "GET", path: "/dashboard" },
@@ -105,17 +109,53 @@ const Core = Layer.unwrap(
       )
         return forgedPage()
       const ip = guard.clientIp(request)
-      const outcome = yield* users.signIn(email, form.get("password") ?? "")
-      if (outcome._tag !== "SignedIn") {
-        yield* audit.record(
-          { label: email.length > 0 ? email : "(no e-mail)", userId: outcome.userId, ip },
-          { action: outcome._tag === "Locked" ? "user.sign_in_locked" : "user.sign_in_failed" }
-        )
-        const error =
-          outcome._tag === "Locked"
-            ? `Too many failed sign-ins. This account is locked until ${formatTime(outcome.until)}.`
-            : "The e-mail address or password is not right."
-        return showLogin(request, { next, email, error }, outcome._tag === "Locked" ? 429 : 401)
+      const outcome = yield* users.signIn(email, form.get("password") ?? "", ip)
+      switch (outcome._tag) {
+        case "SignedIn":
+          break
+        case "Busy":
+          // Refused unchecked; not recorded (a flood of these would write to the database for free).
+          return HttpServerResponse.setHeader(
+            showLogin(
+              request,
+              {
+                next,
+                email,
+                error:
+                  outcome.scope === "server"
+                    ? "Kassa is checking many sign-ins right now. Try again in a few seconds."
+                    : "Another sign-in from your address is being checked. Try again in a moment."
+              },
+              outcome.scope === "server" ? 503 : 429
+            ),
+            "retry-after",
+            String(outcome.retryAfterSeconds)
+          )
+        case "Locked":
+        case "Refused": {
+          // Only checked attempts are recorded; one refused unchecked during a block cost nothing and says nothing.
+          if (outcome._tag === "Refused" || outcome.started)
+            yield* audit.record(
+              { label: email.length > 0 ? email : "(no e-mail)", userId: outcome.userId, ip },
+              { action: outcome._tag === "Locked" ? "user.sign_in_locked" : "user.sign_in_failed" }
+            )
+          if (outcome._tag === "Refused")
+            return showLogin(request, { next, email, error: "The e-mail address or password is not right." }, 401)
+          // The same words whether the e-mail address has an account or not.
+          return HttpServerResponse.setHeader(
+            showLogin(
+              request,
+              {
+                next,
+                email,
+                error: `Too many failed sign-ins from your address. Signing in with this e-mail address from here is locked until ${formatTime(outcome.until)}.`
+              },
+              429
+            ),
+            "retry-after",
+            String(secondsUntil(outcome.until, yield* DateTime.now))
+          )
+        }
       }
       const token = yield* sessions.create(outcome.user.id, {
         ip,
@@ -187,9 +227,9 @@ ${table(
 
 /**
  * The signed-in user's own account: `/dashboard/account` and its change-password form. The current password is
- * checked with `UserRepository.signIn` under the user's own e-mail address, so it counts towards the same lock-out as
- * sign-in: five wrong current passwords lock the account (a stolen session cannot guess the password here without
- * limit). A change ends every session of the user and starts a fresh one for this browser.
+ * checked with `UserRepository.signIn` under the user's own e-mail address and the client's address, so it counts
+ * towards the same throttle as sign-in: five wrong current passwords block that pair (a stolen session cannot guess
+ * the password here without limit). A change ends every session of the user and starts a fresh one for this browser.
  */
 const Account = Layer.unwrap(
   Effect.gen(function* () {
@@ -247,22 +287,38 @@ const Account = Layer.unwrap(
             if (Object.keys(errors).length > 0) return yield* show(signed, { errors }, 422)
 
             const user = signed.session.user
-            // The same lock-out rule as sign-in: this is a sign-in attempt with the user's own address, so five
-            // wrong current passwords lock the account (the right one is refused too until the lock ends).
-            const checked = yield* users.signIn(user.email, current)
+            // The same throttle as sign-in: this is a sign-in attempt with the user's own e-mail address, so five
+            // wrong current passwords from here block it (the right one is refused too until the block ends).
+            const checked = yield* users.signIn(user.email, current, signed.actor.ip)
+            if (checked._tag === "Busy")
+              return HttpServerResponse.setHeader(
+                yield* show(
+                  signed,
+                  { problem: "Too many passwords are being checked right now. Try again in a few seconds." },
+                  checked.scope === "server" ? 503 : 429
+                ),
+                "retry-after",
+                String(checked.retryAfterSeconds)
+              )
             if (checked._tag !== "SignedIn") {
-              yield* audit.record(signed.actor, {
-                action: "user.password_change_refused",
-                target: user.id,
-                details: { reason: checked._tag === "Locked" ? "locked" : "wrong_current_password" }
-              })
-              return checked._tag === "Locked"
-                ? yield* show(
-                    signed,
-                    {
-                      problem: `Too many wrong passwords. This account is locked until ${formatTime(checked.until)}; the password is not changed.`
-                    },
-                    429
+              const locked = checked._tag === "Locked"
+              if (!locked || checked.started)
+                yield* audit.record(signed.actor, {
+                  action: "user.password_change_refused",
+                  target: user.id,
+                  details: { reason: locked ? "locked" : "wrong_current_password" }
+                })
+              return locked
+                ? HttpServerResponse.setHeader(
+                    yield* show(
+                      signed,
+                      {
+                        problem: `Too many wrong passwords from your address. Checking this account's password from here is locked until ${formatTime(checked.until)}; the password is not changed.`
+                      },
+                      429
+                    ),
+                    "retry-after",
+                    String(secondsUntil(checked.until, yield* DateTime.now))
                   )
                 : yield* show(signed, { errors: { current_password: "This is not your current password." } }, 422)
             }

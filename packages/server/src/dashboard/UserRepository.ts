@@ -1,12 +1,15 @@
 /**
- * Dashboard users and their memberships (issue #6). Passwords are stored only as scrypt hashes (PasswordHash); the
- * lock-out state kept here is decided by the core's LoginThrottle.
+ * Dashboard users and their memberships (issue #6). Passwords are stored only as scrypt hashes (PasswordHash); sign-in
+ * is throttled by the core's LoginThrottle over states this process keeps (SignInThrottle: per client address, and per
+ * e-mail address and client address). The `failed_logins` and `locked_until` columns of issue #6's per-account lock
+ * are no longer read (a per-account lock let anyone lock the owner out); they are only cleared.
  */
-import { Credentials, type DashboardAccess, Ids, LoginThrottle } from "@kassa/core"
+import { Credentials, type DashboardAccess, Ids } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { fromRow as applicationOfRow, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import * as PasswordHash from "../security/PasswordHash.ts"
+import * as SignInThrottle from "./SignInThrottle.ts"
 
 export const UserId = Schema.String.pipe(Schema.brand("UserId"))
 export type UserId = typeof UserId.Type
@@ -32,7 +35,6 @@ export interface UserChanges {
 
 interface StoredUser extends User {
   readonly passwordHash: string
-  readonly throttle: LoginThrottle.ThrottleState
 }
 
 export interface Membership {
@@ -60,13 +62,33 @@ export interface Member {
 export class EmailTaken extends Schema.TaggedError<EmailTaken>()("EmailTaken", {}) {}
 
 /**
- * What a sign-in attempt found: the user, a wrong password or unknown address (not told apart to the person signing
- * in; `userId`, for the audit log, is null for an unknown address), or a lock.
+ * What a sign-in attempt found: the user; a wrong password or unknown address (not told apart to the person signing
+ * in; `userId`, for the audit log, is null for an unknown address); a block of this e-mail address from this client
+ * address, or of the client address (`started`: this attempt's wrong password began it; otherwise the attempt was
+ * refused unchecked, before any lookup, so a known and an unknown address get the same answer); or no capacity to
+ * check now (`server`: the password hasher's queue is full; otherwise this client address has checks running).
  */
 export type SignIn =
   | { readonly _tag: "SignedIn"; readonly user: User }
   | { readonly _tag: "Refused"; readonly userId: UserId | null }
-  | { readonly _tag: "Locked"; readonly userId: UserId; readonly until: DateTime.Utc }
+  | {
+      readonly _tag: "Locked"
+      readonly userId: UserId | null
+      readonly until: DateTime.Utc
+      readonly started: boolean
+    }
+  | { readonly _tag: "Busy"; readonly scope: "address" | "server"; readonly retryAfterSeconds: number }
+
+/** What checking a password found, before the throttle records it. */
+type Check =
+  | { readonly _tag: "Right"; readonly user: StoredUser }
+  | { readonly _tag: "Wrong"; readonly userId: UserId | null }
+  /** A right password that no longer holds: the account changed while it was checked (deactivated, new password). */
+  | { readonly _tag: "Stale"; readonly userId: UserId }
+
+// PostgreSQL refuses U+0000 (and jsonb a lone surrogate): such an e-mail address names no user, so it is not looked up.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding U+0000 is the point
+const unstorable = /[\u0000\p{Cs}]/u
 
 const utc = (value: unknown) => DateTime.makeUnsafe(value as Date)
 const utcOrNull = (value: unknown) => (value === null || value === undefined ? null : utc(value))
@@ -79,11 +101,10 @@ const userFromRow = (row: Record<string, unknown>): StoredUser => ({
   createdAt: utc(row.created_at),
   lastLoginAt: utcOrNull(row.last_login_at),
   deactivatedAt: utcOrNull(row.deactivated_at),
-  passwordHash: String(row.password_hash),
-  throttle: { failures: Number(row.failed_logins), lockedUntil: utcOrNull(row.locked_until) }
+  passwordHash: String(row.password_hash)
 })
 
-const publicUser = ({ passwordHash: _hash, throttle: _throttle, ...user }: StoredUser): User => user
+const publicUser = ({ passwordHash: _hash, ...user }: StoredUser): User => user
 
 /** The user of a `users` row (for queries that read users together with something else). */
 export const userOfRow = (row: Record<string, unknown>): User => publicUser(userFromRow(row))
@@ -101,8 +122,11 @@ export class UserRepository extends Context.Service<
     readonly find: (id: UserId) => Effect.Effect<Option.Option<User>>
     readonly findByEmail: (email: string) => Effect.Effect<Option.Option<User>>
     readonly list: Effect.Effect<ReadonlyArray<User>>
-    /** Checks a password under the lock-out rule and records the outcome. */
-    readonly signIn: (email: string, password: string) => Effect.Effect<SignIn>
+    /**
+     * Checks a password from the client `address` under the sign-in throttle (the core's LoginThrottle, its states
+     * in this process: SignInThrottle) and records the outcome.
+     */
+    readonly signIn: (email: string, password: string, address: string | null) => Effect.Effect<SignIn>
     /** An operator's change (`UserChanges`), in one transaction with the end of the user's sessions it implies. */
     readonly update: (id: UserId, changes: UserChanges) => Effect.Effect<Option.Option<User>>
     readonly memberships: (id: UserId) => Effect.Effect<ReadonlyArray<Membership>>
@@ -151,57 +175,75 @@ export class UserRepository extends Context.Service<
         return userOfRow(row)
       })
 
-      const signIn = Effect.fn("UserRepository.signIn")(function* (email: string, password: string) {
-        const found = yield* findStored(email)
-        if (Option.isNone(found)) {
-          yield* PasswordHash.decoy.pipe(Effect.flatMap((decoy) => PasswordHash.verify(password, decoy)))
-          return { _tag: "Refused", userId: null } satisfies SignIn as SignIn
-        }
-        const user = found.value
-        if (user.deactivatedAt !== null) {
-          // The same work and the same answer as a wrong password: a deactivated account is not revealed.
-          yield* PasswordHash.verify(password, user.passwordHash)
-          return { _tag: "Refused", userId: user.id } satisfies SignIn as SignIn
-        }
-        const now = yield* DateTime.now
-        if (LoginThrottle.isLocked(user.throttle, now) && user.throttle.lockedUntil !== null) {
-          return { _tag: "Locked", userId: user.id, until: user.throttle.lockedUntil } satisfies SignIn as SignIn
-        }
-        const verified = yield* PasswordHash.verify(password, user.passwordHash)
-        // The outcome is recorded against the account as it is after the hash, under its row lock: wrong guesses
-        // verified side by side each count (read before hashing, they would all have counted as the first), and a
-        // lock, a deactivation or a new password that came meanwhile holds.
-        return yield* Effect.gen(function* () {
-          const [row] = yield* sql`
-            SELECT failed_logins, locked_until, deactivated_at, password_hash FROM users WHERE id = ${user.id} FOR UPDATE
-          `
-          if (row === undefined || row.deactivated_at !== null || row.password_hash !== user.passwordHash) {
-            return { _tag: "Refused", userId: user.id } satisfies SignIn as SignIn
+      const throttle = SignInThrottle.make()
+
+      /** The password checked against the account (or, for an unknown address, the decoy: the same time). */
+      const check = (account: string, password: string): Effect.Effect<Check, PasswordHash.HasherBusy> =>
+        Effect.gen(function* () {
+          const found = unstorable.test(account) ? Option.none<StoredUser>() : yield* findStored(account)
+          if (Option.isNone(found)) {
+            yield* PasswordHash.decoy.pipe(Effect.flatMap((decoy) => PasswordHash.verify(password, decoy)))
+            return { _tag: "Wrong", userId: null } satisfies Check as Check
           }
-          const current: LoginThrottle.ThrottleState = {
-            failures: Number(row.failed_logins),
-            lockedUntil: utcOrNull(row.locked_until)
-          }
-          const at = yield* DateTime.now
-          if (LoginThrottle.isLocked(current, at) && current.lockedUntil !== null) {
-            return { _tag: "Locked", userId: user.id, until: current.lockedUntil } satisfies SignIn as SignIn
-          }
-          if (!verified) {
-            const next = LoginThrottle.afterFailure(current, at)
-            yield* sql`
-              UPDATE users SET failed_logins = ${next.failures},
-                locked_until = ${next.lockedUntil === null ? null : toDate(next.lockedUntil)}
-              WHERE id = ${user.id}
-            `
-            return next.lockedUntil !== null
-              ? ({ _tag: "Locked", userId: user.id, until: next.lockedUntil } satisfies SignIn as SignIn)
-              : ({ _tag: "Refused", userId: user.id } satisfies SignIn as SignIn)
-          }
-          yield* sql`
-            UPDATE users SET failed_logins = 0, locked_until = NULL, last_login_at = ${toDate(at)} WHERE id = ${user.id}
-          `
-          return { _tag: "SignedIn", user: publicUser({ ...user, lastLoginAt: at }) } satisfies SignIn as SignIn
-        }).pipe(sql.withTransaction, Effect.orDie)
+          const user = found.value
+          const verified = yield* PasswordHash.verify(password, user.passwordHash)
+          // A deactivated account does the same work and gets the same answer as a wrong password.
+          if (!verified || user.deactivatedAt !== null)
+            return { _tag: "Wrong", userId: user.id } satisfies Check as Check
+          // Signed in only if the account is still as it was checked: a deactivation or a new password that came
+          // meanwhile holds.
+          const now = toDate(yield* DateTime.now)
+          const updated = yield* sql`
+            UPDATE users SET failed_logins = 0, locked_until = NULL, last_login_at = ${now}
+            WHERE id = ${user.id} AND password_hash = ${user.passwordHash} AND deactivated_at IS NULL
+            RETURNING id
+          `.pipe(Effect.orDie)
+          return updated.length === 0
+            ? ({ _tag: "Stale", userId: user.id } satisfies Check as Check)
+            : ({ _tag: "Right", user: { ...user, lastLoginAt: DateTime.makeUnsafe(now) } } satisfies Check as Check)
+        })
+
+      const signIn = Effect.fn("UserRepository.signIn")(function* (
+        email: string,
+        password: string,
+        address: string | null
+      ) {
+        const account = Credentials.normalizeEmail(email)
+        // Decided before anything is looked up or hashed, so a refusal here costs nothing and says nothing.
+        const admission = throttle.enter(address, account, yield* DateTime.now)
+        if (admission._tag === "Blocked")
+          return { _tag: "Locked", userId: null, until: admission.until, started: false } satisfies SignIn as SignIn
+        if (admission._tag === "Busy")
+          return { _tag: "Busy", scope: "address", retryAfterSeconds: 1 } satisfies SignIn as SignIn
+        let settled = false
+        const settle = (outcome: "right" | "wrong" | "none") =>
+          Effect.map(DateTime.now, (now) => {
+            settled = true
+            return throttle.done(address, account, outcome, now)
+          })
+        return yield* check(account, password).pipe(
+          Effect.flatMap((checked): Effect.Effect<SignIn> => {
+            if (checked._tag === "Right")
+              return Effect.as(settle("right"), { _tag: "SignedIn", user: publicUser(checked.user) })
+            if (checked._tag === "Stale") return Effect.as(settle("none"), { _tag: "Refused", userId: checked.userId })
+            return Effect.map(
+              settle("wrong"),
+              (pair): SignIn =>
+                pair.blockedUntil === null
+                  ? { _tag: "Refused", userId: checked.userId }
+                  : { _tag: "Locked", userId: checked.userId, until: pair.blockedUntil, started: true }
+            )
+          }),
+          Effect.catchTag("HasherBusy", () =>
+            Effect.as(settle("none"), {
+              _tag: "Busy",
+              scope: "server",
+              retryAfterSeconds: PasswordHash.busyRetryAfterSeconds
+            } satisfies SignIn as SignIn)
+          ),
+          // Interrupted or failed otherwise: the slot is freed all the same, and nothing is counted.
+          Effect.onExit(() => (settled ? Effect.void : Effect.asVoid(settle("none"))))
+        )
       })
 
       const membershipsWhere = (condition: Statement.Fragment) =>
@@ -257,6 +299,7 @@ export class UserRepository extends Context.Service<
             const row = rows[0]
             if (row === undefined) return Option.none<User>()
             if (endsSessions) yield* sql`DELETE FROM sessions WHERE user_id = ${id}`
+            if (changes.password !== undefined) throttle.forgetAccount(String(row.email))
             return Option.some(userOfRow(row))
           }).pipe(sql.withTransaction, Effect.orDie)
         }),

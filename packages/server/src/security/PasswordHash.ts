@@ -5,15 +5,43 @@
  * (`scrypt$N$r$p$salt$hash`), so raising them later leaves old hashes verifiable.
  *
  * Hashing runs off the event loop (libuv's thread pool) and at most two at once per process, so a burst of sign-ins
- * cannot take the server's memory or its request loop.
+ * cannot take the server's memory or its request loop. Checks (`verify`, what unauthenticated requests reach) wait
+ * in a bounded queue: when {@link maxWaiting} already wait, a check fails at once with {@link HasherBusy} (the
+ * sign-in page answers 503 with `Retry-After`) rather than queueing without bound (issue #11: 40 sign-ins in flight
+ * kept a real user waiting 28 s). New hashes (`hash`: operators creating users, a signed-in user changing their
+ * password) wait their turn.
  */
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
-import { Effect, Semaphore } from "effect"
+import { Effect, Schema, Semaphore } from "effect"
 
 const cost = { N: 2 ** 15, r: 8, p: 3 } as const
 const keyLength = 32
 
-const permits = Semaphore.makeUnsafe(2)
+/** Hashes computed at once per process. */
+export const concurrency = 2
+/** Checks that may wait for a hash slot; one more fails with {@link HasherBusy}. */
+export const maxWaiting = 4
+/** What a refused check tells the client to wait, in seconds: about the time the queue takes to drain. */
+export const busyRetryAfterSeconds = 2
+
+/** Too many password checks are running or waiting in this process; try again shortly. */
+export class HasherBusy extends Schema.TaggedError<HasherBusy>()("HasherBusy", {}) {}
+
+const permits = Semaphore.makeUnsafe(concurrency)
+// Checks running or waiting for a permit.
+let admitted = 0
+
+const bounded = <A>(effect: Effect.Effect<A>): Effect.Effect<A, HasherBusy> =>
+  Effect.suspend(() => {
+    if (admitted >= concurrency + maxWaiting) return Effect.fail(new HasherBusy())
+    admitted++
+    return Effect.ensuring(
+      effect,
+      Effect.sync(() => {
+        admitted--
+      })
+    )
+  })
 
 const derive = (password: string, salt: Buffer, params: { N: number; r: number; p: number }) =>
   Semaphore.withPermit(permits)(
@@ -39,8 +67,11 @@ export const hash = (password: string): Effect.Effect<string> =>
     )
   })
 
-/** Whether `password` matches the stored hash; compared in constant time. A malformed hash matches nothing. */
-export const verify = (password: string, stored: string): Effect.Effect<boolean> => {
+/**
+ * Whether `password` matches the stored hash; compared in constant time. A malformed hash matches nothing. Fails with
+ * {@link HasherBusy} when the queue of checks is full.
+ */
+export const verify = (password: string, stored: string): Effect.Effect<boolean, HasherBusy> => {
   const [scheme, n, r, p, salt, expected] = stored.split("$")
   const params = { N: Number(n), r: Number(r), p: Number(p) }
   if (
@@ -51,8 +82,10 @@ export const verify = (password: string, stored: string): Effect.Effect<boolean>
   )
     return Effect.succeed(false)
   const want = Buffer.from(expected, "base64url")
-  return derive(password, Buffer.from(salt, "base64url"), params).pipe(
-    Effect.map((key) => key.length === want.length && timingSafeEqual(key, want))
+  return bounded(
+    derive(password, Buffer.from(salt, "base64url"), params).pipe(
+      Effect.map((key) => key.length === want.length && timingSafeEqual(key, want))
+    )
   )
 }
 
