@@ -4,12 +4,13 @@
  * which adapter serves which part of the contract.
  */
 
-import { createServer } from "node:http"
+import { type IncomingMessage, Server, type ServerOptions, type ServerResponse, STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
 // Deep imports: the package index loads every Node integration (Redis, WebSocket, …), ~37 MB a process.
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { InvalidRequest, MerchantApi } from "@kassa/core"
-import { ByteSize, Effect, Layer, Schema } from "effect"
+import { ApiError, InvalidRequest, MerchantApi } from "@kassa/core"
+import { ByteSize, Duration, Effect, Layer, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { ApiKeyRepository } from "./applications/ApiKeyRepository.ts"
@@ -95,10 +96,88 @@ export class ListenError extends Schema.TaggedError<ListenError>()("ListenError"
   }
 }
 
-/** The HTTP server on the configured host and port. In-flight requests get 10 s to finish on shutdown. */
+/**
+ * Node's HTTP server, draining gracefully: once `close` is called (shutdown), every answer still to be sent carries
+ * `Connection: close`, so a keep-alive client does not send its next request down a connection that is about to
+ * close (Node closes the idle ones at once). Without it the in-flight answers promised `keep-alive`, and the
+ * request a client sent right after one was reset.
+ */
+class DrainingServer extends Server {
+  private draining = false
+  private readonly unanswered = new Set<ServerResponse>()
+
+  constructor(options: ServerOptions) {
+    super(options)
+    this.on("request", (_request: IncomingMessage, response: ServerResponse) => {
+      if (this.draining) response.shouldKeepAlive = false
+      this.unanswered.add(response)
+      response.once("close", () => this.unanswered.delete(response))
+    })
+  }
+
+  override close(callback?: (error?: Error) => void): this {
+    this.draining = true
+    for (const response of this.unanswered) if (!response.headersSent) response.shouldKeepAlive = false
+    return super.close(callback)
+  }
+}
+
+/**
+ * Node's own refusals (a request it cannot parse: 400, headers too large: 431, a request not received in time: 408)
+ * answered in the error envelope, like every other error, instead of Node's bare status line.
+ */
+const answerClientError = (error: Error & { readonly code?: string }, socket: Duplex & { bytesWritten?: number }) => {
+  // Nothing to answer on a connection that is gone or has already started an answer.
+  if (error.code === "ECONNRESET" || !socket.writable || (socket.bytesWritten ?? 0) > 0) {
+    socket.destroy()
+    return
+  }
+  const status = error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400
+  const message =
+    status === 431
+      ? "The request headers are too large."
+      : status === 408
+        ? "The request was not received in time."
+        : "The request is not valid HTTP."
+  const body = JSON.stringify(ApiError.toWire(new ApiError.HttpError({ message, httpStatus: status })))
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      "Content-Type: application/json\r\n" +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      "X-Content-Type-Options: nosniff\r\n" +
+      "Cache-Control: no-store\r\n" +
+      "Connection: close\r\n\r\n" +
+      body
+  )
+}
+
+const millis = (duration: Duration.Duration) => Math.max(1, Math.round(Duration.toMillis(duration)))
+
+/**
+ * The HTTP server on the configured host and port. In-flight requests get 10 s to finish on shutdown.
+ *
+ * Timeouts: a whole request (headers and body) must arrive within `KASSA_REQUEST_RECEIVE_TIMEOUT` (Node's 300 s
+ * default would let a client hold a connection and a request for five minutes with a body it never sends); idle
+ * keep-alive connections stay open `KASSA_KEEP_ALIVE_TIMEOUT` (65 s), longer than load balancers keep theirs (AWS
+ * ALB 60 s), so the balancer, not the server, closes an idle connection and never sends a request down one the
+ * server is closing. Since Node 18 `headersTimeout` counts from a request's first byte, not from the idle time
+ * before it, so it need not exceed the keep-alive timeout (and Node refuses one above `requestTimeout`).
+ */
 const HttpServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* ServerConfig
+    const receive = millis(config.requestReceiveTimeout)
+    const createServer = () => {
+      const server = new DrainingServer({
+        requestTimeout: receive,
+        headersTimeout: receive,
+        keepAliveTimeout: millis(config.keepAliveTimeout),
+        // How often Node checks the two timeouts above (30 s by default, which would double them).
+        connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.round(receive / 4)))
+      })
+      server.on("clientError", answerClientError)
+      return server
+    }
     const server = NodeHttpServer.layer(createServer, {
       port: config.port,
       host: config.host,
@@ -125,7 +204,12 @@ const BodyLimit = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.mebiby
 
 /** The whole server, given its settings (`ServerConfig`) and a payment provider boundary. */
 export const layerWith = (options: { readonly provider: Layer.Layer<PaymentProvider> }) =>
-  HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+  // Paths match exactly as written (effect's router ignores case and merges `//` by default): `/API/V1/…` or
+  // `//admin/…` would slip past a proxy's path rules and still reach the route.
+  HttpRouter.serve(Routes, {
+    disableLogger: true,
+    routerConfig: { caseSensitive: true, ignoreDuplicateSlashes: false }
+  }).pipe(
     Layer.provide(BodyLimit),
     // HttpServer stays visible so tests can read the bound address.
     Layer.provideMerge(HttpServerLive),

@@ -22,7 +22,8 @@ export const errorResponse = (error: ApiError.ApiError): HttpServerResponse.Http
 /** The 404 or 405 for a request no route took, given every route the server serves. */
 export const make = (routes: ReadonlyArray<KnownRoute>) => {
   // Path-only index: which methods each known path accepts.
-  const index = FindMyWay.make<Set<string>>()
+  // Matched like the router matches (KassaServer): case-sensitive, `//` not merged.
+  const index = FindMyWay.make<Set<string>>({ caseSensitive: true, ignoreDuplicateSlashes: false })
   const byPath = new Map<string, Set<string>>()
   for (const { method, path } of routes) {
     const methods = byPath.get(path)

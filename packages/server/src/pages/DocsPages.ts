@@ -2,9 +2,10 @@
  * `/docs` (the API reference, Scalar bundled in effect so it works offline) and `/docs/refunds`, the page
  * that `refunds_processed_manually` errors point to as `docs_url`.
  */
+import { createHash } from "node:crypto"
 import { MerchantApi } from "@kassa/core"
 import { Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiScalar } from "effect/http-api"
 import { html } from "./Html.ts"
 import { page, respond } from "./Layout.ts"
@@ -47,11 +48,54 @@ const RefundsRoute = HttpRouter.add(
   Effect.sync(() => respond(refundsPage))
 )
 
+/**
+ * The reference page's Content-Security-Policy: its two inline scripts (Scalar, bundled, and the call that renders
+ * the contract) allowed by their hashes and nothing else; Scalar injects its styles inline, shows data: images and
+ * sends "try it" requests to this server only. No framing (clickjacking), no forms, no other origin.
+ */
+export const referencePolicy = (html: string) => {
+  const hashes = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(
+    ([, source]) =>
+      `'sha256-${createHash("sha256")
+        .update(source ?? "")
+        .digest("base64")}'`
+  )
+  return [
+    "default-src 'none'",
+    `script-src ${hashes.join(" ")}`,
+    "style-src 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'"
+  ].join("; ")
+}
+
+/** Adds the reference page's headers; its HTML is built once, so the policy is computed once. */
+const ReferenceHeaders = HttpRouter.middleware((httpEffect) => {
+  let policy: { readonly body: Uint8Array; readonly value: string } | undefined
+  return Effect.map(httpEffect, (response) => {
+    const body = response.body
+    if (body._tag !== "Uint8Array") return response
+    if (policy?.body !== body.body) {
+      policy = { body: body.body, value: referencePolicy(new TextDecoder().decode(body.body)) }
+    }
+    return HttpServerResponse.setHeaders(response, {
+      "content-security-policy": policy.value,
+      "x-frame-options": "DENY",
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "same-origin"
+    })
+  })
+}).layer
+
 /** The API reference, from the same contract as `/openapi.json`; Scalar's script is bundled, fonts are local. */
 const ReferenceRoute = HttpApiScalar.layer(MerchantApi.MerchantApi, {
   path: "/docs",
   scalar: { withDefaultFonts: false }
-})
+}).pipe(Layer.provide(ReferenceHeaders))
 
 export const layer = Layer.mergeAll(RefundsRoute, ReferenceRoute)
 
