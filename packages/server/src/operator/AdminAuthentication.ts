@@ -5,14 +5,19 @@
  * Authentication of the operator API: `Authorization: Bearer <KASSA_ADMIN_TOKEN>` (decisions §8). A missing header,
  * an empty token and a wrong token are all 401 `unauthenticated`; API keys are not admin tokens, so a `pk_…` key
  * gets the same answer (`invalid_api_key` would suggest that some API key could work here).
+ *
+ * Wrong tokens are throttled per client address (issue #11) by the core's LoginThrottle address rule, the one sign-in
+ * uses: 30 wrong tokens within 15 minutes lock the address for 15 minutes, and every request from it, right token or
+ * not, is then 429 `rate_limited` with `Retry-After`, whatever the token, so a locked address learns nothing. The states live in this process's memory, like sign-in's (SignInThrottle's reasons).
  */
 import { createHash, timingSafeEqual } from "node:crypto"
-import { ApiError, ErrorEnvelope, type Ids } from "@kassa/core"
-import { Effect, Layer, Redacted } from "effect"
+import { ApiError, ErrorEnvelope, type Ids, LoginThrottle } from "@kassa/core"
+import { DateTime, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { AuditLog, AuditSubject } from "../dashboard/AuditLog.ts"
+import { addressKey } from "../dashboard/SignInThrottle.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
 export const bearer = HttpApiSecurity.bearer.pipe(
@@ -26,7 +31,11 @@ export const bearer = HttpApiSecurity.bearer.pipe(
 
 export class AdminAuthentication extends HttpApiMiddleware.Service<AdminAuthentication>()(
   "@kassa/server/operator/AdminAuthentication",
-  { requiredForClient: true, security: { bearer }, error: ErrorEnvelope.Unauthenticated }
+  {
+    requiredForClient: true,
+    security: { bearer },
+    error: [ErrorEnvelope.Unauthenticated, ErrorEnvelope.RateLimited]
+  }
 ) {}
 
 // Fixed-length digests, so the comparison takes the same time whatever the token's length or first wrong byte.
@@ -39,6 +48,43 @@ export const layer = Layer.effect(
     const expected = digest(Redacted.value(adminToken))
     const audit = yield* AuditLog
     const clientAddress = yield* ClientAddress
+    // Per client address (IPv6 by /64); bounded: an address with no wrong token for a window is dropped first.
+    const failures = new Map<string, LoginThrottle.AddressState>()
+    const maxAddresses = 50_000
+
+    /** Refuses an address the rule has locked, before its token is looked at. */
+    const admitted = (address: string) =>
+      Effect.flatMap(DateTime.now, (now) => {
+        const admission = LoginThrottle.admit({
+          address: failures.get(address) ?? LoginThrottle.initialAddress,
+          pair: LoginThrottle.initialPair,
+          inFlight: 0,
+          now
+        })
+        if (admission._tag !== "Blocked") return Effect.void
+        const retryAfterSeconds = Math.max(
+          1,
+          Math.ceil((DateTime.toEpochMillis(admission.until) - DateTime.toEpochMillis(now)) / 1000)
+        )
+        return Effect.fail(
+          new ApiError.RateLimited({
+            message: `Too many wrong admin tokens from this address. Retry after ${retryAfterSeconds} s.`,
+            retryAfterSeconds
+          })
+        )
+      })
+
+    const wrongToken = (address: string) =>
+      Effect.flatMap(DateTime.now, (now) => {
+        const next = LoginThrottle.addressAfterFailure(failures.get(address) ?? LoginThrottle.initialAddress, now)
+        failures.delete(address)
+        failures.set(address, next)
+        if (failures.size > maxAddresses) {
+          const oldest = failures.keys().next()
+          if (oldest.done !== true) failures.delete(oldest.value)
+        }
+        return Effect.fail(new ApiError.Unauthenticated({ message: "The admin token is not valid." }))
+      })
 
     // Changes only (reads are not actions); the application is the one the path names, or the one the handler
     // named (AuditSubject) when the path does not.
@@ -46,7 +92,7 @@ export const layer = Layer.effect(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
       action: string,
       method: string
-    ) => {
+    ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => {
       if (method === "GET") return httpEffect
       return Effect.suspend(() => {
         let named: Ids.ApplicationId | null = null
@@ -73,22 +119,46 @@ export const layer = Layer.effect(
       })
     }
 
-    return AdminAuthentication.of({
-      bearer: (httpEffect, { credential, endpoint, group }) => {
-        const token = Redacted.value(credential)
-        if (token.length === 0) {
-          return Effect.fail(
-            new ApiError.Unauthenticated({ message: "Send the admin token as `Authorization: Bearer <token>`." })
-          )
-        }
-        return timingSafeEqual(digest(token), expected)
-          ? recorded(
-              httpEffect,
-              `operator_api.${group.identifier.replace(/^operator/, "").toLowerCase()}.${endpoint.identifier}`,
-              endpoint.method
+    /** The request with `token`: refused while the address is locked, then the token checked. */
+    const checked = <E, R>(
+      httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+      token: string,
+      action: string,
+      method: string
+    ) =>
+      Effect.flatMap(
+        HttpServerRequest.HttpServerRequest,
+        (
+          request
+        ): Effect.Effect<
+          HttpServerResponse.HttpServerResponse,
+          E | ApiError.Unauthenticated | ApiError.RateLimited,
+          R | HttpServerRequest.HttpServerRequest
+        > => {
+          const address = addressKey(clientAddress.text(request))
+          // A missing token is no guess: it is answered, not counted.
+          if (token.length === 0)
+            return Effect.andThen(
+              admitted(address),
+              Effect.fail(
+                new ApiError.Unauthenticated({ message: "Send the admin token as `Authorization: Bearer <token>`." })
+              )
             )
-          : Effect.fail(new ApiError.Unauthenticated({ message: "The admin token is not valid." }))
-      }
+          // Compared whatever the address's state: the answer to a locked address does not depend on the result.
+          return timingSafeEqual(digest(token), expected)
+            ? Effect.andThen(admitted(address), recorded(httpEffect, action, method))
+            : Effect.andThen(admitted(address), wrongToken(address))
+        }
+      )
+
+    return AdminAuthentication.of({
+      bearer: (httpEffect, { credential, endpoint, group }) =>
+        checked(
+          httpEffect,
+          Redacted.value(credential),
+          `operator_api.${group.identifier.replace(/^operator/, "").toLowerCase()}.${endpoint.identifier}`,
+          endpoint.method
+        )
     })
   })
 )
