@@ -203,7 +203,8 @@ describe.each(databases)("operator API on %s", (database) => {
         body: {
           name: "",
           status: "open",
-          methods: [],
+          // An empty list is allowed (decisions §8); repeating a method is not.
+          methods: ["card", "card"],
           currencies: ["eur"],
           locale: "english",
           min_amount: -1,

@@ -7,6 +7,7 @@ import { Effect, Schema, SchemaTransformation } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { PaymentId } from "../domain/Ids.ts"
 import { Payment, PaymentStatus } from "../domain/Payment.ts"
+import * as Text from "../domain/Text.ts"
 import { IdempotencyKey } from "../idempotency/IdempotencyKey.ts"
 import { CancelBody, CreatePaymentBody, RefundBody } from "../payments/PaymentRequests.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
@@ -72,7 +73,11 @@ export const ListPaymentsQuery = {
   ),
   status: Schema.optionalKey(PaymentStatus.annotate({ description: "Only payments in this status." })),
   order_reference: Schema.optionalKey(
-    Schema.String.check(Schema.isBetweenLength(1, 255, { message: "must be 1 to 255 characters" })).annotate({
+    Schema.String.check(
+      // The length check last: OpenAPI reads the description from the last check.
+      Text.storable(),
+      Schema.isBetweenLength(1, 255, { message: "must be 1 to 255 characters" })
+    ).annotate({
       description: "Only payments with this reference."
     })
   )

@@ -5,11 +5,13 @@
  */
 import { Effect, Schema } from "effect"
 import type { SecureRandom } from "effect/crypto"
+import * as Text from "../domain/Text.ts"
 import * as Base62 from "../keys/Base62.ts"
 
 export const Email = Schema.String.check(
   Schema.isMaxLength(254, { message: "email must be at most 254 characters" }),
-  Schema.isPattern(/^[^\s@]+@[^\s@]+$/, { message: "email must be an e-mail address" })
+  Schema.isPattern(/^[^\s@]+@[^\s@]+$/, { message: "email must be an e-mail address" }),
+  Text.storable("email")
 )
 
 export const Password = Schema.String.check(

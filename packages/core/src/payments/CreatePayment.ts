@@ -19,7 +19,7 @@ import {
   type ValidationFailed
 } from "../errors/ApiError.ts"
 import { CreatePaymentBody } from "./PaymentRequests.ts"
-import { fieldErrors, validationFailed } from "./RequestValidation.ts"
+import { emptyFields, fieldErrors, validationFailed } from "./RequestValidation.ts"
 
 /** A create request that passed every rule, with the application's defaults filled in. */
 export interface PaymentDraft {
@@ -63,9 +63,10 @@ const validateFields = (
     typeof body === "object" && body !== null && "currency" in body && typeof body.currency === "string"
       ? body.currency
       : undefined
-  const fields: Record<string, ReadonlyArray<string>> = Result.isFailure(decoded)
-    ? { ...fieldErrors(decoded.failure.issue) }
-    : {}
+  const fields: Record<string, ReadonlyArray<string>> = Object.assign(
+    emptyFields<ReadonlyArray<string>>(),
+    Result.isFailure(decoded) ? fieldErrors(decoded.failure.issue) : {}
+  )
   for (const [key, messages] of Object.entries(currencyErrors(candidate, settings))) {
     fields[key] = [...(fields[key] ?? []), ...messages]
   }

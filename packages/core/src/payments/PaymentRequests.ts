@@ -3,21 +3,43 @@
  * contract and OpenAPI; `validate` in `RequestValidation.ts` turns every violation into one
  * `validation_failed` with all fields at once.
  */
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 import { Amount, Currency, Locale, Method } from "../domain/Money.ts"
+import * as Text from "../domain/Text.ts"
 
 const text = (max: number, field: string) =>
-  Schema.String.check(Schema.isMaxLength(max, { message: `${field} must be at most ${max} characters` }))
+  Schema.String.check(
+    Schema.isMaxLength(max, { message: `${field} must be at most ${max} characters` }),
+    Text.storable(field)
+  )
 
-/** An absolute http(s) URL. The host rule (`return_url_not_allowed`) is a create rule, checked later. */
-export const HttpUrl = Schema.String.check(
-  Schema.makeFilter(
-    (value: string) => {
-      if (!URL.canParse(value)) return false
-      const { protocol } = new URL(value)
-      return protocol === "http:" || protocol === "https:"
-    },
-    { message: "must be an absolute http or https URL", expected: "an absolute http(s) URL" }
+// Characters the URL parser would silently drop (tab, CR, LF inside; C0 and space at the ends) or turn into U+FFFD:
+// a URL that needs them is a mistake to report, not to repair. Everything else (non-ASCII, U+2028, …) is
+// percent-encoded or punycoded by the parser.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const urlUnsafe = /[\u0000-\u001f\u007f\p{Cs}]/u
+
+const parsesAsHttpUrl = (value: string): boolean => {
+  if (urlUnsafe.test(value) || !URL.canParse(value)) return false
+  const { protocol } = new URL(value)
+  return protocol === "http:" || protocol === "https:"
+}
+
+const httpUrlCheck = Schema.makeFilter(parsesAsHttpUrl, {
+  message: "must be an absolute http or https URL",
+  expected: "an absolute http(s) URL"
+})
+
+/**
+ * An absolute http(s) URL, decoded to its WHATWG-normalised `href`: non-ASCII and other characters a header cannot
+ * carry percent-encoded, the host lower-cased (and punycoded), so what is stored, answered and later sent as a
+ * `Location` is plain ASCII. Both sides carry the check, so `Schema.is(HttpUrl)` still tells a URL from any string.
+ * The host rule (`return_url_not_allowed`) is a create rule, checked later.
+ */
+export const HttpUrl = Schema.String.check(httpUrlCheck).pipe(
+  Schema.decodeTo(
+    Schema.String.check(httpUrlCheck),
+    SchemaTransformation.transform<string, string>({ decode: (value) => new URL(value).href, encode: (href) => href })
   )
 )
 
@@ -25,7 +47,8 @@ export const HttpUrl = Schema.String.check(
 // refuses real addresses more often than it catches mistakes.
 export const Email = Schema.String.check(
   Schema.isMaxLength(255, { message: "must be at most 255 characters" }),
-  Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: "must be an e-mail address" })
+  Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: "must be an e-mail address" }),
+  Text.storable()
 )
 
 export const Phone = Schema.String.check(
@@ -40,7 +63,10 @@ export const CustomerInput = Schema.Struct({
 })
 
 export const MetadataInput = Schema.Record(
-  Schema.String.check(Schema.isMaxLength(40, { message: "metadata keys must be at most 40 characters" })),
+  Schema.String.check(
+    Schema.isMaxLength(40, { message: "metadata keys must be at most 40 characters" }),
+    Text.storable("metadata keys")
+  ),
   Schema.Union([text(500, "metadata values"), Schema.Finite, Schema.Boolean, Schema.Null])
 ).check(Schema.isMaxProperties(50, { message: "metadata may have at most 50 keys" }))
 
@@ -50,7 +76,8 @@ export const CreatePaymentBody = Schema.Struct({
   currency: Schema.optionalKey(Currency.annotate({ message: "currency must be three upper-case letters" })),
   method: Schema.optionalKey(Method.annotate({ message: "method must match [a-z0-9_]{1,32}" })),
   order_reference: Schema.String.check(
-    Schema.isBetweenLength(1, 255, { message: "order_reference must be 1 to 255 characters" })
+    Schema.isBetweenLength(1, 255, { message: "order_reference must be 1 to 255 characters" }),
+    Text.storable("order_reference")
   ),
   description: Schema.optionalKey(Schema.NullOr(text(1000, "description"))),
   customer: Schema.optionalKey(Schema.NullOr(CustomerInput)),

@@ -14,9 +14,16 @@ const rephrase = (message: string): string => {
   return message
 }
 
+/**
+ * An empty record for field names taken from a request: without a prototype, `__proto__`, `constructor` or
+ * `toString` are ordinary keys, not Object.prototype's members (a sent `constructor` field once made
+ * `fields.constructor` a function and the request a 500).
+ */
+export const emptyFields = <A>(): Record<string, A> => Object.create(null) as Record<string, A>
+
 /** `fields` of a schema issue: nested paths are dotted (`customer.email`); the body itself is `body`. */
 export const fieldErrors = (issue: SchemaIssue.Issue): FieldErrors => {
-  const fields: Record<string, [string, ...Array<string>]> = {}
+  const fields = emptyFields<[string, ...Array<string>]>()
   for (const { path = [], message } of formatter(issue).issues) {
     const key = path.length === 0 ? "body" : path.map(String).join(".")
     const text = path.length === 0 ? "must be a JSON object of the documented fields" : rephrase(message)

@@ -2,7 +2,7 @@
  * The audit log (issue #6): every dashboard and operator action — who (a user's e-mail address, or the admin token),
  * what, on which application and object, when, and from which address. Entries are only ever added.
  */
-import type { Ids } from "@kassa/core"
+import { type Ids, Text } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { likeLiteral } from "./QueryFilters.ts"
@@ -52,6 +52,10 @@ export interface ListQuery {
   readonly before?: number | undefined
 }
 
+// The log records what was attempted, as typed (a sign-in e-mail with U+0000 included): characters PostgreSQL
+// cannot store become U+FFFD instead of failing the request.
+const storableStrings = (_key: string, value: unknown) => (typeof value === "string" ? Text.toStorable(value) : value)
+
 export class AuditLog extends Context.Service<
   AuditLog,
   {
@@ -70,8 +74,9 @@ export class AuditLog extends Context.Service<
           const now = new Date(DateTime.toEpochMillis(yield* DateTime.now))
           yield* sql`
             INSERT INTO audit_log (at, actor, user_id, action, application_id, target, details, ip)
-            VALUES (${now}, ${actor.label}, ${actor.userId}, ${entry.action}, ${entry.applicationId ?? null},
-              ${entry.target ?? null}, ${JSON.stringify(entry.details ?? {})}, ${actor.ip})
+            VALUES (${now}, ${Text.toStorable(actor.label)}, ${actor.userId}, ${entry.action},
+              ${entry.applicationId ?? null}, ${typeof entry.target === "string" ? Text.toStorable(entry.target) : null},
+              ${JSON.stringify(entry.details ?? {}, storableStrings)}, ${actor.ip})
           `.pipe(Effect.orDie)
         }),
         list: (query) => {

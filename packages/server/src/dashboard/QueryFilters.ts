@@ -2,16 +2,20 @@
  * The filters of the dashboards' lists, read from the query string their GET forms send. A value that is not one
  * of the filter's choices (hand-edited URL, stale bookmark) is no filter at all, never an error page.
  */
-import { Mode, Payment, WebhookEvent } from "@kassa/core"
+import { Mode, Payment, Text, WebhookEvent } from "@kassa/core"
 import { Schema } from "effect"
 import { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
 
 /** Text matched literally inside a LIKE pattern: its `%`, `_` and `\` escaped (`_` is common in e-mail addresses). */
-export const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
+export const likeLiteral = (text: string) => Text.toStorable(text).replace(/[\\%_]/g, (char) => `\\${char}`)
 
-/** A query parameter as typed: trimmed, at most `max` characters, "" when absent. */
+/**
+ * A query parameter as typed: trimmed, at most `max` characters, "" when absent. U+0000 and unpaired surrogates
+ * (which the database refuses in a query) become U+FFFD: a filter naming them matches nothing, as nothing stored
+ * holds them, instead of failing the page.
+ */
 export const param = (query: URLSearchParams, name: string, max = 200): string =>
-  (query.get(name) ?? "").trim().slice(0, max)
+  Text.toStorable((query.get(name) ?? "").trim().slice(0, max))
 
 const choice =
   <A extends string>(is: (u: unknown) => u is A) =>

@@ -13,6 +13,7 @@ import {
   Mode,
   Money,
   PaymentRequests,
+  Text,
   Timestamp,
   WebhookEvent
 } from "@kassa/core"
@@ -23,11 +24,12 @@ import { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
 
 const ApplicationName = Schema.String.check(
   Schema.isBetweenLength(1, 200, { message: "name must be 1 to 200 characters" }),
-  Schema.isPattern(/\S/, { message: "name must not be blank" })
+  Schema.isPattern(/\S/, { message: "name must not be blank" }),
+  Text.storable("name")
 )
 
+// May be empty (decisions §8): the operator can switch every method off; creates then get `method_not_enabled`.
 const Methods = Schema.Array(Money.Method.annotate({ message: "each method must match [a-z0-9_]{1,32}" })).check(
-  Schema.isMinLength(1, { message: "methods must list at least one method" }),
   Schema.isMaxLength(32, { message: "methods may list at most 32 methods" }),
   Schema.isUnique({ message: "methods must not repeat" })
 )
