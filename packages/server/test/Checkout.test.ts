@@ -1,4 +1,7 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
 import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
 
 interface CheckoutForm {
@@ -204,5 +207,90 @@ describe.each(databases)("hosted checkout on %s", (database) => {
     expect(csp).toContain("default-src 'none'")
     expect(csp).toContain("form-action 'self' https://shop.example")
     expect(response.headers.get("x-frame-options")).toBe("DENY")
+  })
+  const eventCount = (paymentId: string) =>
+    server.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE payment_id = ${paymentId}`
+        return rows[0]?.n ?? -1
+      }).pipe(Effect.orDie)
+    )
+
+  it("a suspended or disabled application's pending test payment cannot be paid: a clear page, nothing recorded", async () => {
+    for (const status of ["suspended", "disabled"] as const) {
+      const app = await server.createApplication({ methods: ["card"] })
+      const payment = await createPayment({}, app.testKey)
+      const form = await openCheckout(payment.id)
+      const events = await eventCount(payment.id)
+      await server.run(ApplicationRepository.use((applications) => applications.update(app.application.id, { status })))
+      const page = await fetch(`${server.baseUrl}/checkout/${payment.id}`)
+      expect(page.status).toBe(403)
+      const html = await page.text()
+      expect(html).toContain("This payment cannot be paid now")
+      expect(html).not.toContain('value="pay"')
+      for (const action of ["pay", "fail", "expire"]) {
+        const response = await post(
+          payment.id,
+          { csrf: form.csrf, action, name: "Ada" },
+          { cookie: form.cookie, origin: server.baseUrl }
+        )
+        expect(response.status).toBe(409)
+        expect(await response.text()).toContain("This payment cannot be paid now")
+      }
+      // The API refuses a suspended application's key: the payment is read from the database.
+      const rows = await server.run(
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          return yield* sql<{ status: string }>`SELECT status FROM payments WHERE id = ${payment.id}`
+        }).pipe(Effect.orDie)
+      )
+      expect(rows[0]?.status).toBe("pending")
+      expect(await eventCount(payment.id)).toBe(events)
+    }
+  })
+
+  it("a return_url with non-ASCII or U+2028 is stored percent-encoded, and Pay redirects to it", async () => {
+    const payment = (await createPayment({
+      return_url: "https://shop.example/bedankt/é\u2028x?q=ü"
+    })) as unknown as { id: string; return_url: string }
+    expect(payment.return_url).toBe("https://shop.example/bedankt/%C3%A9%E2%80%A8x?q=%C3%BC")
+    const form = await openCheckout(payment.id)
+    const response = await post(
+      payment.id,
+      { csrf: form.csrf, action: "pay", name: "Ada" },
+      { cookie: form.cookie, origin: server.baseUrl }
+    )
+    expect(response.status).toBe(303)
+    expect(response.headers.get("location")).toBe(payment.return_url)
+  })
+
+  it("a stored return_url from before normalisation never fails the redirect after the commit", async () => {
+    const cases = [
+      // Raw non-ASCII, a line separator, CR LF: re-serialised by the URL parser, ASCII again.
+      { stored: "https://shop.example/é\u2028\r\nx", status: 303, location: "https://shop.example/%C3%A9%E2%80%A8x" },
+      // Not a URL at all: the outcome page with the way back as a link instead of a redirect.
+      { stored: "shop.example/é\r\nx", status: 200, location: null }
+    ]
+    for (const { stored, status, location } of cases) {
+      const payment = await createPayment({ return_url: "https://shop.example/ok" })
+      const form = await openCheckout(payment.id)
+      await server.run(
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`UPDATE payments SET return_url = ${stored} WHERE id = ${payment.id}`
+        }).pipe(Effect.orDie)
+      )
+      const response = await post(
+        payment.id,
+        { csrf: form.csrf, action: "pay", name: "Ada" },
+        { cookie: form.cookie, origin: server.baseUrl }
+      )
+      expect(response.status).toBe(status)
+      expect(response.headers.get("location")).toBe(location)
+      if (location === null) expect(await response.text()).toContain("Back to the shop")
+      const fetched = await server.request(`/api/v1/payments/${payment.id}`, { key: shop.testKey })
+      expect(fetched.body).toMatchObject({ status: "paid" })
+    }
   })
 })

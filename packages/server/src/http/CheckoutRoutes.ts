@@ -4,13 +4,15 @@
  * address and User-Agent; then the customer goes to `return_url` (or sees the outcome). The form is protected
  * against cross-site posts (CsrfToken + Origin / Sec-Fetch-Site checks). Rules stay in the Payments service.
  */
-import { Ids, type Payment, PaymentRequests } from "@kassa/core"
+import { Ids, type Payment, PaymentRequests, Text } from "@kassa/core"
 import { Effect, Layer, Option, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
+import { ApplicationRepository } from "../applications/ApplicationRepository.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as CheckoutPage from "../pages/CheckoutPage.ts"
 import { respond } from "../pages/Layout.ts"
+import { PaymentRepository } from "../payments/PaymentRepository.ts"
 import { type CheckoutView, Payments } from "../payments/Payments.ts"
 import * as CsrfToken from "../security/CsrfToken.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
@@ -21,7 +23,22 @@ const isPhone = Schema.is(PaymentRequests.Phone)
 
 /** The origin a form may be posted to (redirects after a post count for CSP's form-action in Chromium). */
 const returnOrigin = (payment: Payment.Payment): ReadonlyArray<string> =>
-  payment.return_url === null ? [] : [new URL(payment.return_url).origin]
+  payment.return_url === null || !URL.canParse(payment.return_url) ? [] : [new URL(payment.return_url).origin]
+
+// What Node accepts in a header value, minus the bytes a URL never needs: printable ASCII only.
+const headerSafe = /^[\x21-\x7e]+$/
+
+/**
+ * The `Location` of the way back to the shop, or `undefined` when there is none that can be sent. Create stores
+ * `return_url` WHATWG-normalised (ASCII), but the payment is already settled when this runs, so nothing here may
+ * fail: the URL is serialised again and checked, and a value that still cannot be a header (one stored before
+ * normalisation) gets the status page with a link instead of a redirect.
+ */
+export const returnLocation = (returnUrl: string | null): string | undefined => {
+  if (returnUrl === null || !URL.canParse(returnUrl)) return undefined
+  const { href, protocol } = new URL(returnUrl)
+  return (protocol === "http:" || protocol === "https:") && headerSafe.test(href) ? href : undefined
+}
 
 export const routes = [
   { method: "GET", path: "/checkout/:id" },
@@ -31,6 +48,8 @@ export const routes = [
 export const layer = Layer.unwrap(
   Effect.gen(function* () {
     const payments = yield* Payments
+    const paymentRepository = yield* PaymentRepository
+    const applications = yield* ApplicationRepository
     const config = yield* ServerConfig
     const { csrfKey } = yield* ServerSecrets
     const clientAddress = yield* ClientAddress
@@ -70,13 +89,33 @@ export const layer = Layer.unwrap(
     const notFound = respond(CheckoutPage.notFoundPage(), { status: 404 })
     const refused = respond(CheckoutPage.refusedPage(), { status: 403 })
 
+    /**
+     * Whether the payment's application may take payments now. A suspended or disabled application's API keys are
+     * refused (403 `application_suspended` / `application_disabled`); its checkout must not let a pending test
+     * payment be paid either. Read before settling, outside the settle's transaction: an operator's change that
+     * lands in between is the same as one that lands just after.
+     */
+    const applicationActive = (id: Ids.PaymentId) =>
+      paymentRepository.find(id).pipe(
+        Effect.flatMap((stored) =>
+          Option.isNone(stored) ? Effect.succeed(Option.none()) : applications.find(stored.value.applicationId)
+        ),
+        Effect.map((application) => Option.isSome(application) && application.value.status === "active")
+      )
+
+    const unavailable = (payment: Payment.Payment, status: number) =>
+      respond(CheckoutPage.unavailablePage(payment), { status })
+
     const show = Effect.fn("Checkout.show")(function* (request: HttpServerRequest.HttpServerRequest, id: string) {
       const paymentId = parseId(id)
       if (Option.isNone(paymentId)) return notFound
       const found = yield* payments.checkout(paymentId.value).pipe(Effect.option)
       if (Option.isNone(found)) return notFound
       const { payment } = found.value
-      if (payment.status === "pending" && payment.mode === "test") return formPage(found.value, withNonce(request))
+      if (payment.status === "pending" && payment.mode === "test") {
+        if (!(yield* applicationActive(payment.id))) return unavailable(payment, 403)
+        return formPage(found.value, withNonce(request))
+      }
       return respond(
         CheckoutPage.statusPage(
           payment,
@@ -101,6 +140,9 @@ export const layer = Layer.unwrap(
       if (Option.isNone(found)) return notFound
       const view = found.value
       const { payment } = view
+      // Nothing is recorded for an application that may not take payments, whatever was asked.
+      if (payment.status === "pending" && payment.mode === "test" && !(yield* applicationActive(payment.id)))
+        return unavailable(payment, 409)
       const action = value("action")
       const outcome = action === "pay" ? "paid" : action === "fail" ? "failed" : action === "expire" ? "expired" : null
       if (outcome === null)
@@ -116,6 +158,7 @@ export const layer = Layer.unwrap(
       if (outcome !== "expired") {
         if (values.name.length === 0) errors.name = "Enter the payer's name."
         else if (values.name.length > 255) errors.name = "At most 255 characters."
+        else if (!Text.isStorable(values.name)) errors.name = "Remove the control characters."
         if (values.email.length > 0 && !isEmail(values.email))
           errors.email = "Enter an e-mail address, or leave it empty."
         if (values.phone.length > 0 && !isPhone(values.phone)) errors.phone = "Digits, spaces and a leading + only."
@@ -133,11 +176,12 @@ export const layer = Layer.unwrap(
               user_agent: (request.headers["user-agent"] ?? "").slice(0, 512)
             }
       return yield* payments.settle(payment.id, outcome, payer, values.method).pipe(
-        Effect.map((settled) =>
-          settled.return_url === null
+        Effect.map((settled) => {
+          const location = returnLocation(settled.return_url)
+          return location === undefined
             ? respond(CheckoutPage.statusPage(settled))
-            : HttpServerResponse.redirect(settled.return_url, { status: 303, headers: { "cache-control": "no-store" } })
-        ),
+            : HttpServerResponse.redirect(location, { status: 303, headers: { "cache-control": "no-store" } })
+        }),
         Effect.catchTags({
           NotFound: () => Effect.succeed(notFound),
           PaymentNotPending: () =>

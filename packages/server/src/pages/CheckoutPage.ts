@@ -122,6 +122,25 @@ ${payment.return_url === null ? "" : html`<p><a href="${payment.return_url}">Bac
 </div>`
   })
 
+/**
+ * A pending test payment whose application is suspended or disabled: it cannot be paid now, and nothing was
+ * recorded. The way back to the shop stays.
+ */
+export const unavailablePage = (payment: Payment.Payment): Html =>
+  page({
+    title: "This payment cannot be paid now — Kassa",
+    tag: payment.mode === "test" ? "Test mode" : undefined,
+    narrow: true,
+    lang: payment.locale,
+    body: html`<div class="card">
+<h1>This payment cannot be paid now</h1>
+${summary(payment)}
+<p class="muted">The shop cannot take payments at the moment, so nothing was paid or recorded. Please contact the
+shop.</p>
+${payment.return_url === null ? "" : html`<p><a href="${payment.return_url}">Back to the shop</a></p>`}
+</div>`
+  })
+
 export const notFoundPage = (): Html =>
   page({
     title: "Payment not found — Kassa",
