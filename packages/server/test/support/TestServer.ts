@@ -112,14 +112,17 @@ export const startServer = async (
     readonly pollInterval?: Duration.Duration
     /** The payment provider boundary (the production one unless a test records what the provider is asked). */
     readonly provider?: Layer.Layer<PaymentProvider>
+    /** Rewrites the PostgreSQL URL the server connects to (e.g. through a TCP proxy a test can freeze). */
+    readonly rewriteDatabaseUrl?: (url: URL) => URL
   } = {}
 ): Promise<RunningServer> => {
   const port = await freePort()
   const dbName = `kassa_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
   if (database === "postgres") await maintenance(`CREATE DATABASE ${dbName}`)
+  const rewrite = options.rewriteDatabaseUrl ?? ((url: URL) => url)
   const databaseUrl =
     database === "postgres"
-      ? Option.some(Redacted.make(Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()))
+      ? Option.some(Redacted.make(rewrite(Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` })).toString()))
       : Option.none()
   const config = ServerConfig.layerWith({
     port,
