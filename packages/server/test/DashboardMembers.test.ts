@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createUser, DashboardClient } from "./support/DashboardClient.ts"
+import { createUser, DashboardClient, type DashboardUser } from "./support/DashboardClient.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 interface AuditRow {
@@ -39,6 +39,21 @@ describe.each(databases)("an application's members page on %s", (database) => {
     const base = `/dashboard/apps/${id}`
     expect((await client.get(`${base}/members`)).status).toBe(200)
     return { id, owner, client, base, members: `${base}/members` }
+  }
+
+  /**
+   * A user who shares another application with the team's owner: the only users an owner may add (issue #11 point
+   * 15; operator admins add anyone).
+   */
+  const colleagueOf = async (owner: DashboardUser) => {
+    const elsewhere = await server.createApplication({ name: "Elsewhere shop" })
+    const granted = await server.request(`/admin/api/v1/users/${owner.id}/memberships/${elsewhere.application.id}`, {
+      method: "PUT",
+      key: server.adminToken,
+      body: { role: "viewer" }
+    })
+    expect(granted.status, granted.text).toBe(200)
+    return createUser(server, { roles: [[elsewhere.application.id, "viewer"]] })
   }
 
   /** The application's members as e-mail address → role, read from the database. */
@@ -95,9 +110,9 @@ describe.each(databases)("an application's members page on %s", (database) => {
     }
   })
 
-  it("an owner adds an existing user as developer, who can then open the application", async () => {
+  it("an owner adds a user they share another application with as developer, who can then open it", async () => {
     const own = await team()
-    const newcomer = await createUser(server)
+    const newcomer = await colleagueOf(own.owner)
     const theirs = await DashboardClient.signIn(server, newcomer)
     expect((await theirs.get(own.base)).status).toBe(404)
 
@@ -131,7 +146,7 @@ describe.each(databases)("an application's members page on %s", (database) => {
     const unknown = await own.client.post(own.members, { email: "nobody-here@shop.example", role: "owner" })
     expect(unknown.status).toBe(422)
     expect(unknown.html).toMatch(
-      /<div class="error" id="field-email-error">No user has this e-mail address\. Ask the operator of this Kassa installation to create the user first\.<\/div>/
+      /<div class="error" id="field-email-error">No user you share an application with has this e-mail address\. Ask the operator of this Kassa installation to add them\.<\/div>/
     )
     expect(unknown.html).toContain('value="nobody-here@shop.example"')
     expect(unknown.html).toContain('aria-invalid="true"')
@@ -145,6 +160,32 @@ describe.each(databases)("an application's members page on %s", (database) => {
     expect(badRole.html).toContain("The role must be owner, developer or viewer.")
     expect(await rolesOf(own.id)).toEqual(before)
     expect(await membershipEntries(own.id)).toEqual([])
+  })
+
+  it("a user the owner shares no application with is answered exactly as an unknown address (issue #11)", async () => {
+    const own = await team()
+    const stranger = await createUser(server)
+    const unknownEmail = `nobody-${crypto.randomUUID().slice(0, 8)}@shop.example`
+    const known = await own.client.post(own.members, { email: stranger.email, role: "viewer" })
+    const unknown = await own.client.post(own.members, { email: unknownEmail, role: "viewer" })
+    expect(known.status).toBe(422)
+    expect(unknown.status).toBe(422)
+    const shape = (html: string, email: string) =>
+      html.replaceAll(email, "EMAIL").replace(/name="csrf" value="[^"]+"/g, 'name="csrf" value="TOKEN"')
+    expect(shape(known.html, stranger.email)).toBe(shape(unknown.html, unknownEmail))
+    expect(await rolesOf(own.id)).toEqual({ [own.owner.email]: "owner" })
+    expect(await membershipEntries(own.id)).toEqual([])
+  })
+
+  it("an operator admin adds any user from the application's members page", async () => {
+    const own = await team()
+    const stranger = await createUser(server)
+    const operator = await DashboardClient.signIn(server, await createUser(server, { operatorAdmin: true }))
+    const page = await operator.get(own.members)
+    expect(page.html).toContain("Any Kassa user")
+    const added = await operator.post(own.members, { email: stranger.email, role: "viewer" })
+    expect(added.status, added.html).toBe(303)
+    expect(await rolesOf(own.id)).toEqual({ [own.owner.email]: "owner", [stranger.email]: "viewer" })
   })
 
   it("an owner changes a member's role, which applies at once", async () => {
@@ -231,7 +272,7 @@ describe.each(databases)("an application's members page on %s", (database) => {
     expect(await membershipEntries(own.id)).toEqual([])
 
     // With a second owner, the first may step down; then the second is the last and is kept.
-    const second = await createUser(server)
+    const second = await colleagueOf(own.owner)
     await own.client.get(own.members)
     expect((await own.client.post(own.members, { email: second.email, role: "owner" })).status).toBe(303)
     expect((await own.client.post(`${self}/role`, { role: "viewer" })).status).toBe(303)

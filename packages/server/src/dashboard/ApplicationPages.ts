@@ -9,11 +9,11 @@
  *   entry that never holds a secret, then a 303 redirect with a `?notice=` code — or, when a key or secret must be
  *   shown once, the page that shows it.
  * - Ids of another application's keys, deliveries and payments under this application's path are 404.
- * - Members: owners (and operator admins) add existing users, change roles and remove members, but never the last
- *   owner's ownership (409): the owners' memberships are locked while a change is decided, so an application always
- *   keeps an owner. Only the operator's own application page may take it away.
+ * - Members: owners add users they share another application with (operator admins any user), change roles and
+ *   remove members, but never the last owner's ownership (409): the owners' memberships are locked while a change is
+ *   decided, so an application always keeps an owner. Only the operator's own application page may take it away.
  */
-import { DashboardAccess, Ids, Mode, type Payment, WebhookSecret } from "@kassa/core"
+import { DashboardAccess, Ids, Mode, type Payment, UrlMask, WebhookSecret } from "@kassa/core"
 import { DateTime, Duration, Effect, Layer, Option, Result, Schema } from "effect"
 import type { SecureRandom } from "effect/crypto"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -43,7 +43,7 @@ import {
   notFoundPage,
   type Posted
 } from "./DashboardGuard.ts"
-import { membershipSet, readMemberForm } from "./MemberForm.ts"
+import { colleagueOf, membershipSet, readMemberForm } from "./MemberForm.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
 import * as QueryFilters from "./QueryFilters.ts"
 import { parseUserId, type User, UserRepository } from "./UserRepository.ts"
@@ -89,12 +89,8 @@ const isRole = Schema.is(DashboardAccess.Role)
 type Params = Readonly<Record<string, string | undefined>>
 type Response = HttpServerResponse.HttpServerResponse
 
-/** A webhook URL for the audit log: scheme, host and path only (a query or user part may carry a token). */
-const urlForAudit = (url: string | null) => {
-  if (url === null) return null
-  const parsed = new URL(url)
-  return `${parsed.protocol}//${parsed.host}${parsed.pathname}`
-}
+/** A webhook URL for the audit log: masked for everyone (a query or user part may carry a token), as the pages mask it. */
+const urlForAudit = UrlMask.mask
 
 /** Why a webhook URL typed into the form is refused, if it is. */
 const webhookUrlError = (url: string, production: boolean): string | undefined => {
@@ -126,7 +122,8 @@ export const layer = Layer.unwrap(
     const frame = (context: InApplication): AppFrame => ({
       viewer: context.viewer,
       application: context.application,
-      can: context.can
+      can: context.can,
+      seesUrlSecrets: DashboardAccess.seesUrlSecrets(context.access)
     })
 
     const redirect = (context: InApplication, suffix: string, notice?: string): Response =>
@@ -658,10 +655,13 @@ export const layer = Layer.unwrap(
 
     const addMember = post(`${base}/members`, "manage_members", (context, posted) =>
       Effect.gen(function* () {
+        // Owners reach only users they share an application with; operator admins any user (MemberForm).
         const read = yield* readMemberForm(
           users,
           posted,
-          "Ask the operator of this Kassa installation to create the user first."
+          context.access.operatorAdmin || context.actor.userId === null
+            ? "Ask the operator of this Kassa installation to create the user first."
+            : colleagueOf(users, context.actor.userId)
         )
         if (Result.isFailure(read)) return yield* membersPage(context, { notice: null, form: read.failure }, 422)
         const { user, role } = read.success

@@ -121,6 +121,8 @@ export class UserRepository extends Context.Service<
     }) => Effect.Effect<User, EmailTaken>
     readonly find: (id: UserId) => Effect.Effect<Option.Option<User>>
     readonly findByEmail: (email: string) => Effect.Effect<Option.Option<User>>
+    /** The user with this e-mail address if they are a member of an application `colleague` is a member of. */
+    readonly findColleague: (email: string, colleague: UserId) => Effect.Effect<Option.Option<User>>
     readonly list: Effect.Effect<ReadonlyArray<User>>
     /**
      * Checks a password from the client `address` under the sign-in throttle (the core's LoginThrottle, its states
@@ -278,6 +280,20 @@ export class UserRepository extends Context.Service<
             Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), userOfRow))
           ),
         findByEmail: (email) => findStored(email).pipe(Effect.map(Option.map(publicUser))),
+        findColleague: (email, colleague) => {
+          const account = Credentials.normalizeEmail(email)
+          if (unstorable.test(account)) return Effect.succeedNone
+          return sql`
+            SELECT u.* FROM users u
+            WHERE u.email = ${account} AND EXISTS (
+              SELECT 1 FROM memberships theirs JOIN memberships mine ON mine.application_id = theirs.application_id
+              WHERE theirs.user_id = u.id AND mine.user_id = ${colleague}
+            )
+          `.pipe(
+            Effect.orDie,
+            Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), userOfRow))
+          )
+        },
         list,
         signIn,
         update: Effect.fn("UserRepository.update")(function* (id: UserId, changes: UserChanges) {

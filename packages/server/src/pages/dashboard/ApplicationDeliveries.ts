@@ -6,7 +6,7 @@
 import { Mode, WebhookEvent } from "@kassa/core"
 import { type AttemptView, DeliveryStatus, type DeliveryView } from "../../webhooks/DeliveryRepository.ts"
 import { type Html, html } from "../Html.ts"
-import { type AppFrame, appPage, appPath, noticeBlock } from "./ApplicationShared.ts"
+import { type AppFrame, appPage, appPath, noticeBlock, shownUrl } from "./ApplicationShared.ts"
 import {
   actionForm,
   anyOf,
@@ -104,9 +104,12 @@ ${pager(path, { ...view.filter }, view.hasMore && last !== undefined ? last.id :
   return appPage(frame, "deliveries", "Deliveries", body)
 }
 
-const attemptItem = (attempt: AttemptView): Html => html`<li>
+const attemptItem =
+  (frame: AppFrame) =>
+  (attempt: AttemptView): Html =>
+    html`<li>
 <strong>Attempt ${attempt.number}</strong> <span class="mode">${attempt.kind}</span> ${outcome(attempt)}
-<div class="muted">${formatTime(attempt.started_at)} · ${attempt.duration_ms} ms · ${attempt.url === null ? "no URL" : attempt.url}</div>
+<div class="muted">${formatTime(attempt.started_at)} · ${attempt.duration_ms} ms · ${attempt.url === null ? "no URL" : shownUrl(frame, attempt.url)}</div>
 ${
   attempt.response_body === null || attempt.response_body.length === 0
     ? html`<div class="hint">No response body.</div>`
@@ -150,7 +153,7 @@ ${noticeBlock(frame, view.notice)}
 ${
   delivery.attempts.length === 0
     ? html`<p class="empty">No attempt yet: the first one is made within seconds.</p>`
-    : html`<ol class="timeline">${delivery.attempts.map(attemptItem)}</ol>`
+    : html`<ol class="timeline">${delivery.attempts.map(attemptItem(frame))}</ol>`
 }
 </div>
 <div class="card">

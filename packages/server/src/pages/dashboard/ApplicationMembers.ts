@@ -91,7 +91,11 @@ ${
   manage
     ? html`<div class="card" style="margin-top:18px">
 <h2>Add a member</h2>
-<p class="muted">They need a Kassa user already: the operator of this installation creates users. Adding someone who is a member already changes their role.</p>
+<p class="muted">${
+        frame.viewer.operatorAdmin
+          ? "Any Kassa user; the operator of this installation creates users. Adding someone who is a member already changes their role."
+          : "A Kassa user who is a member of another application you belong to; anyone else is added by the operator of this installation. Adding someone who is a member already changes their role."
+      }</p>
 ${invalid ? alert("The member was not added: see the messages next to the fields.") : ""}
 <form method="post" action="${appPath(frame, "/members")}" novalidate>${csrfField(frame.viewer)}
 ${memberFields(form)}

@@ -3,7 +3,7 @@
  * page head, the notices shown after an action (from a fixed list: the request only picks one by its code), the
  * once-only secret box with its copy button, and the "are you sure" card in front of every destructive action.
  */
-import type { DashboardAccess } from "@kassa/core"
+import { type DashboardAccess, UrlMask } from "@kassa/core"
 import type { StoredApplication } from "../../applications/ApplicationRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { secretBox } from "./Components.ts"
@@ -14,7 +14,16 @@ export interface AppFrame {
   readonly viewer: Viewer
   readonly application: StoredApplication
   readonly can: (permission: DashboardAccess.Permission) => boolean
+  /** Whether webhook URLs are shown whole (`DashboardAccess.seesUrlSecrets`), or masked. */
+  readonly seesUrlSecrets: boolean
 }
+
+/**
+ * A webhook URL (the application's, or an attempt's) as this frame's viewer may see it: whole for owners and operator
+ * admins, without its user part and query for everyone else (issue #11; the audit log's `UrlMask`).
+ */
+export const shownUrl = (frame: Pick<AppFrame, "seesUrlSecrets">, url: string | null): string | null =>
+  frame.seesUrlSecrets ? url : UrlMask.mask(url)
 
 /** A path inside the application's dashboard. */
 export const appPath = (frame: Pick<AppFrame, "application">, suffix = ""): string =>

@@ -4,7 +4,15 @@
  */
 import { DateTime, Duration } from "effect"
 import { type Html, html } from "../Html.ts"
-import { type AppFrame, appPage, appPath, confirmCard, noticeBlock, secretReveal } from "./ApplicationShared.ts"
+import {
+  type AppFrame,
+  appPage,
+  appPath,
+  confirmCard,
+  noticeBlock,
+  secretReveal,
+  shownUrl
+} from "./ApplicationShared.ts"
 import { field, formatTime, linkButton, pageHead } from "./Components.ts"
 import { csrfField } from "./DashboardLayout.ts"
 
@@ -36,20 +44,27 @@ export const webhooksPage = (frame: AppFrame, view: WebhooksView, status = 200) 
   const hint = view.production
     ? "Test and live events both go here; data.mode tells them apart. Must be an https URL. Leave empty to stop sending."
     : "Test and live events both go here; data.mode tells them apart. An absolute http or https URL (https in production). Leave empty to stop sending."
+  const stored = application.webhook_url
+  const shown = shownUrl(frame, stored)
+  // The form starts with the stored URL only when it is shown whole; a developer whose URL carries a user part or a
+  // query sees it masked and types a new one (the masked text would not be the URL).
+  const masked = shown !== stored
+  const current =
+    shown === null ? html`<span class="muted">none set</span>` : html`<code id="webhook-url">${shown}</code>`
   const urlCard = manage
-    ? html`<form method="post" action="${appPath(frame, "/webhooks/url")}" novalidate>${csrfField(frame.viewer)}
+    ? html`${masked ? html`<dl class="summary"><dt>Webhook URL</dt><dd>${current}</dd></dl><p class="hint">Its user part and query are shown only to owners, as they may carry the receiver's credentials. Type a new URL to replace it; saving an empty field removes it.</p>` : ""}<form method="post" action="${appPath(frame, "/webhooks/url")}" novalidate>${csrfField(frame.viewer)}
 ${field({
   name: "url",
-  label: "Webhook URL",
+  label: masked ? "New webhook URL" : "Webhook URL",
   type: "url",
-  value: view.url ?? application.webhook_url ?? "",
+  value: view.url ?? (masked ? "" : (stored ?? "")),
   hint,
   error: view.urlError,
   attributes: html` maxlength="2048" placeholder="https://shop.example/webhooks/kassa" autocomplete="off"`
 })}
 <div class="actions"><button type="submit" class="primary">Save URL</button></div>
 </form>`
-    : html`<dl class="summary"><dt>Webhook URL</dt><dd>${application.webhook_url === null ? html`<span class="muted">none set</span>` : html`<code>${application.webhook_url}</code>`}</dd></dl>`
+    : html`<dl class="summary"><dt>Webhook URL</dt><dd>${current}</dd></dl>`
 
   const body = html`${pageHead(
     "Webhooks",
