@@ -7,8 +7,14 @@
  * `60 s / limit` to its lifetime, so a full budget spent at once keeps the window open 60 s and a slower caller's
  * window closes early. Refused requests do not lengthen it: once the window closes the whole budget is back, which is
  * what `RateLimit-Reset` and `Retry-After` report.
+ *
+ * Redis down (decisions §5): the limit fails open to a count in this process, behind a circuit breaker. The first
+ * request that finds the store failed or silent (500 ms) opens the circuit and logs the outage, once; from then on
+ * requests are counted in this process at once, without asking Redis, so an outage costs no request any time.
+ * Every {@link probeInterval} one probe, in the background, asks Redis again; when it answers the circuit closes,
+ * the end of the outage is logged, and counting is shared again.
  */
-import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Redacted, References } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { ServerConfig } from "../config/ServerConfig.ts"
 
@@ -20,6 +26,12 @@ export const defaultRedisPrefix = "kassa:ratelimit:"
 
 // A shared store that does not answer quickly is treated as failed: requests must not hang on it.
 const storeTimeout = Duration.millis(500)
+
+/** How often, while the store is out, one background probe asks it again. */
+export const probeInterval = Duration.seconds(5)
+
+// The key the probe counts under; its budget is never spent.
+const probeKey = "~probe"
 
 /** The outcome of counting one request. */
 export interface RateLimitDecision {
@@ -65,6 +77,34 @@ const consumeWith = (limiter: RateLimiter.RateLimiter, key: string, limit: numbe
     })
   )
 
+/** Redis did not answer at start. */
+export class RedisUnavailable extends Error {
+  override readonly name = "RedisUnavailable"
+}
+
+/** `redis://host:port` of the URL, without credentials; the URL's scheme alone when it does not parse. */
+const address = (url: Redacted.Redacted<string>) => {
+  const parsed = URL.parse(Redacted.value(url))
+  return parsed === null ? "an unparsable URL" : `${parsed.protocol}//${parsed.host}`
+}
+
+/** The innermost message of a failure (node-redis wraps the socket error). */
+const causeMessage = (error: unknown): string => {
+  let current: unknown = error
+  for (let depth = 0; depth < 5; depth++) {
+    const inner = typeof current === "object" && current !== null && "cause" in current ? current.cause : undefined
+    if (inner === undefined || inner === null) break
+    current = inner
+  }
+  if (current instanceof AggregateError && current.errors.length > 0) return causeMessage(current.errors[0])
+  if (current instanceof Error) return current.message || current.name
+  return String(current)
+}
+
+const describe = (url: Redacted.Redacted<string>, error: unknown) =>
+  `cannot connect to Redis at KASSA_REDIS_URL (${address(url)}): ${causeMessage(error)}. ` +
+  "Start Redis, or unset KASSA_REDIS_URL to count the rate limit in this process."
+
 export class RateLimit extends Context.Service<
   RateLimit,
   {
@@ -73,30 +113,82 @@ export class RateLimit extends Context.Service<
   }
 >()("@kassa/server/auth/RateLimit") {
   /**
-   * Over the given `RateLimiterStore`. When the store fails or does not answer (Redis down), the request is counted
-   * in this process instead: the limit then holds per process until the store is back, and no request fails or
-   * waits because of the limiter.
+   * Over the given `RateLimiterStore`, failing open to a count in this process behind a circuit breaker (see the
+   * module's comment): the limit then holds per process until the store is back, and no request fails or waits
+   * because of the limiter, beyond the one that finds the outage.
    */
-  static readonly layerStore: Layer.Layer<RateLimit, never, RateLimiter.RateLimiterStore> = Layer.effect(
-    RateLimit,
-    Effect.gen(function* () {
-      const shared = yield* RateLimiter.make
-      const local = yield* RateLimiter.make.pipe(Effect.provide(RateLimiter.layerStoreMemory))
-      const consume = Effect.fnUntraced(function* (key: string, limit: number) {
-        return yield* consumeWith(shared, key, limit).pipe(
-          Effect.timeout(storeTimeout),
-          Effect.catch((error) =>
-            Effect.logWarning("Rate limit store failed; counting this request in this process", error).pipe(
-              Effect.andThen(consumeWith(local, key, limit)),
-              // The memory store cannot fail.
-              Effect.orDie
+  static readonly layerStoreWith = (options: {
+    readonly probeInterval: Duration.Duration
+  }): Layer.Layer<RateLimit, never, RateLimiter.RateLimiterStore> =>
+    Layer.effect(
+      RateLimit,
+      Effect.gen(function* () {
+        const shared = yield* RateLimiter.make
+        const local = yield* RateLimiter.make.pipe(Effect.provide(RateLimiter.layerStoreMemory))
+        const countLocally = (key: string, limit: number) =>
+          // The memory store cannot fail.
+          consumeWith(local, key, limit).pipe(Effect.orDie)
+        const askStore = (key: string, limit: number) =>
+          consumeWith(shared, key, limit).pipe(Effect.timeout(storeTimeout))
+        const interval = Duration.toMillis(options.probeInterval)
+        // The breaker: closed while `openSince` is undefined. One process-wide state, read and written synchronously.
+        const breaker: { openSince: number | undefined; nextProbe: number; probing: boolean } = {
+          openSince: undefined,
+          nextProbe: 0,
+          probing: false
+        }
+
+        const open = (error: unknown) =>
+          Effect.gen(function* () {
+            if (breaker.openSince !== undefined) return
+            const now = yield* Clock.currentTimeMillis
+            breaker.openSince = now
+            breaker.nextProbe = now + interval
+            yield* Effect.logWarning(
+              "Rate limit store (Redis) unavailable: counting requests in this process until it answers again",
+              error
             )
+          })
+
+        const probe = Effect.gen(function* () {
+          const answered = yield* askStore(probeKey, 1_000_000).pipe(Effect.isSuccess)
+          const now = yield* Clock.currentTimeMillis
+          if (answered && breaker.openSince !== undefined) {
+            const seconds = Math.round((now - breaker.openSince) / 1000)
+            breaker.openSince = undefined
+            yield* Effect.logWarning(`Rate limit store (Redis) answers again after ${seconds} s: counting in Redis`)
+          } else {
+            breaker.nextProbe = now + interval
+          }
+        }).pipe(
+          Effect.ensuring(
+            Effect.sync(() => {
+              breaker.probing = false
+            })
           )
         )
+
+        const consume = Effect.fnUntraced(function* (key: string, limit: number) {
+          if (breaker.openSince === undefined) {
+            return yield* askStore(key, limit).pipe(
+              Effect.catch((error) => open(error).pipe(Effect.andThen(countLocally(key, limit))))
+            )
+          }
+          const now = yield* Clock.currentTimeMillis
+          if (!breaker.probing && now >= breaker.nextProbe) {
+            breaker.probing = true
+            yield* Effect.forkDetach(probe)
+          }
+          return yield* countLocally(key, limit)
+        })
+        return RateLimit.of({ consume })
       })
-      return RateLimit.of({ consume })
-    })
-  )
+    )
+
+  /** Over the given `RateLimiterStore`, probing a failed store every {@link probeInterval}. */
+  static readonly layerStore: Layer.Layer<RateLimit, never, RateLimiter.RateLimiterStore> = RateLimit.layerStoreWith({
+    probeInterval
+  })
 
   /**
    * Counted in this process. The memory store answers at once and cannot fail, so there is no timeout and no
@@ -110,19 +202,29 @@ export class RateLimit extends Context.Service<
     })
   ).pipe(Layer.provide(RateLimiter.layerStoreMemory))
 
-  /** Shared by every process using the same Redis and prefix. Refuses to start when Redis does not answer. */
+  /**
+   * Shared by every process using the same Redis and prefix. Refuses to start when Redis does not answer, with a
+   * message naming `KASSA_REDIS_URL`, its address (never its password) and the cause.
+   */
   static readonly layerRedis = (options: {
     readonly url: Redacted.Redacted<string>
     readonly prefix?: string | undefined
+    readonly probeInterval?: Duration.Duration | undefined
   }): Layer.Layer<RateLimit> =>
     // The Redis client (node-redis) is loaded only when a Redis URL is set: about 11 MB a process otherwise.
     Layer.unwrap(
       Effect.promise(() => import("@effect/platform-node/NodeRedis")).pipe(
         Effect.map((NodeRedis) =>
-          RateLimit.layerStore.pipe(
+          RateLimit.layerStoreWith({ probeInterval: options.probeInterval ?? probeInterval }).pipe(
             Layer.provide(RateLimiter.layerStoreRedis({ prefix: options.prefix ?? defaultRedisPrefix })),
-            Layer.provide(NodeRedis.layer({ url: Redacted.value(options.url) })),
-            Layer.orDie
+            Layer.provide(
+              NodeRedis.layer({ url: Redacted.value(options.url) }).pipe(
+                // The client warns on every failed reconnect (every 2 s of an outage); the breaker above logs the
+                // outage once and its end.
+                Layer.provide(Layer.succeed(References.MinimumLogLevel, "Error"))
+              )
+            ),
+            Layer.catch((error) => Layer.effectContext(Effect.die(new RedisUnavailable(describe(options.url, error)))))
           )
         )
       )

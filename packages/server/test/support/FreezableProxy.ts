@@ -1,7 +1,7 @@
 /**
  * A TCP proxy a test can freeze: frozen, it stops forwarding in both directions without closing anything — a
  * database that is silent rather than refusing (a stalled host, a partitioned network). New connections are
- * accepted and held. Thawed, everything held flows on.
+ * accepted and held. Thawed, everything held flows on. Cut, it drops and refuses connections: a service that is down.
  */
 import { connect, createServer, type Socket } from "node:net"
 
@@ -9,11 +9,15 @@ export interface FreezableProxy {
   readonly port: number
   readonly freeze: () => void
   readonly thaw: () => void
+  /** Drops every connection and refuses (resets) new ones until {@link restore}: a service that went down. */
+  readonly cut: () => void
+  readonly restore: () => void
   readonly close: () => Promise<void>
 }
 
 export const startFreezableProxy = async (target: { readonly host: string; readonly port: number }) => {
   let frozen = false
+  let down = false
   const sockets = new Set<Socket>()
   const pending: Array<() => void> = []
 
@@ -30,6 +34,10 @@ export const startFreezableProxy = async (target: { readonly host: string; reado
   }
 
   const server = createServer((client) => {
+    if (down) {
+      client.resetAndDestroy()
+      return
+    }
     track(client)
     const open = () => {
       const upstream = connect(target)
@@ -54,6 +62,13 @@ export const startFreezableProxy = async (target: { readonly host: string; reado
       frozen = false
       for (const socket of sockets) socket.resume()
       for (const open of pending.splice(0)) open()
+    },
+    cut: () => {
+      down = true
+      for (const socket of sockets) socket.resetAndDestroy()
+    },
+    restore: () => {
+      down = false
     },
     close: () =>
       new Promise<void>((resolve) => {
