@@ -1,0 +1,123 @@
+/**
+ * Keep-alive and a graceful stop (issue 11 §6): idle connections outlive a load balancer's (65 s), and at shutdown
+ * an answer still in flight finishes and carries `Connection: close`, so its client sends nothing more down a
+ * connection that is about to close; idle connections are closed cleanly, not reset.
+ */
+import { connect, type Socket } from "node:net"
+import { Deferred, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { describe, expect, it } from "vitest"
+import { databases, startServer } from "./support/TestServer.ts"
+
+interface Connection {
+  readonly socket: Socket
+  /** Resolves with the next complete answer (status line and headers; the body is read by Content-Length). */
+  readonly next: () => Promise<{ status: number; headers: Map<string, string>; body: string }>
+  readonly closed: Promise<{ error: string | undefined }>
+}
+
+const open = async (baseUrl: string): Promise<Connection> => {
+  const { hostname, port } = new URL(baseUrl)
+  const socket = connect({ host: hostname, port: Number(port) })
+  await new Promise((resolve) => socket.once("connect", resolve))
+  let buffer = ""
+  const waiting: Array<() => void> = []
+  socket.on("data", (chunk: Buffer) => {
+    buffer += chunk.toString()
+    for (const wake of waiting.splice(0)) wake()
+  })
+  let error: string | undefined
+  socket.on("error", (cause: NodeJS.ErrnoException) => {
+    error = cause.code ?? cause.message
+  })
+  const closed = new Promise<{ error: string | undefined }>((resolve) =>
+    socket.once("close", () => {
+      for (const wake of waiting.splice(0)) wake()
+      resolve({ error })
+    })
+  )
+  const next = async () => {
+    for (;;) {
+      const end = buffer.indexOf("\r\n\r\n")
+      if (end >= 0) {
+        const [statusLine = "", ...lines] = buffer.slice(0, end).split("\r\n")
+        const headers = new Map(
+          lines.map((line) => [
+            line.slice(0, line.indexOf(":")).toLowerCase(),
+            line.slice(line.indexOf(":") + 1).trim()
+          ])
+        )
+        const length = Number(headers.get("content-length") ?? 0)
+        if (buffer.length >= end + 4 + length) {
+          const body = buffer.slice(end + 4, end + 4 + length)
+          buffer = buffer.slice(end + 4 + length)
+          return { status: Number(statusLine.split(" ")[1]), headers, body }
+        }
+      }
+      if (socket.destroyed) throw new Error(`connection closed before a whole answer: ${JSON.stringify(buffer)}`)
+      await new Promise<void>((resolve) => waiting.push(resolve))
+    }
+  }
+  return { socket, next, closed }
+}
+
+const get = (path: string, key?: string) =>
+  `GET ${path} HTTP/1.1\r\nHost: kassa\r\n${key === undefined ? "" : `Authorization: Bearer ${key}\r\n`}\r\n`
+
+describe.each(databases)("keep-alive and shutdown on %s", (database) => {
+  it("keep-alive connections stay open 65 s, above load balancers' idle timeouts", async () => {
+    const server = await startServer(database)
+    try {
+      const connection = await open(server.baseUrl)
+      connection.socket.write(get("/healthz"))
+      const answer = await connection.next()
+      expect(answer.status).toBe(200)
+      expect(answer.headers.get("connection")).toBe("keep-alive")
+      expect(answer.headers.get("keep-alive")).toBe("timeout=65")
+      connection.socket.destroy()
+    } finally {
+      await server.close()
+    }
+  })
+
+  it("at shutdown an in-flight request finishes with Connection: close, and idle connections close cleanly", async () => {
+    const server = await startServer(database)
+    const { testKey } = await server.createApplication()
+    const idle = await open(server.baseUrl)
+    idle.socket.write(get("/healthz"))
+    expect((await idle.next()).status).toBe(200)
+
+    // A request held in flight: PGlite's one connection is taken, or PostgreSQL's api_keys locked.
+    const release = Effect.runSync(Deferred.make<void>())
+    const held = Effect.runSync(Deferred.make<void>())
+    const holding = server.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            if (database === "postgres") yield* sql`LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`
+            yield* Deferred.succeed(held, undefined)
+            yield* Deferred.await(release)
+          })
+        )
+      })
+    )
+    await Effect.runPromise(Deferred.await(held))
+    const busy = await open(server.baseUrl)
+    busy.socket.write(get("/api/v1/payments", testKey))
+    const answer = busy.next()
+    // Give the request time to reach the server and wait on the database.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+
+    const stopping = server.close()
+    // The idle connection is closed at once, without a reset.
+    expect(await idle.closed).toEqual({ error: undefined })
+    Effect.runSync(Deferred.succeed(release, undefined))
+    await holding
+    const finished = await answer
+    expect(finished.status).toBe(200)
+    expect(finished.headers.get("connection")).toBe("close")
+    expect(await busy.closed).toEqual({ error: undefined })
+    await stopping
+  })
+})
