@@ -1,0 +1,467 @@
+import { assert, describe, it } from "@effect/vitest"
+import { DateTime, Result } from "effect"
+import * as fc from "fast-check"
+import type { RefundId } from "../src/domain/Ids.ts"
+import type { Payment } from "../src/domain/Payment.ts"
+import * as PaymentStateMachine from "../src/payments/PaymentStateMachine.ts"
+import { refundableAmount, refundedAmount } from "../src/payments/RefundRules.ts"
+import type { CheckoutState, ProviderAnswer, ProviderRefundStatus } from "../src/providers/ProviderSettlement.ts"
+import * as ProviderSettlement from "../src/providers/ProviderSettlement.ts"
+import { paidPayment, pendingPayment, refundId, t0 } from "./support/payments.ts"
+
+const now = DateTime.add(t0, { minutes: 5 })
+const visit = { ip: "203.0.113.9", user_agent: "Browser/1" }
+const context = { now, visit }
+const customer = { name: "Ada Lovelace", email: "ada@example.com", phone: null }
+
+const checkout = (state: CheckoutState): ProviderSettlement.CloseAnswer => ({ _tag: "Checkout", state })
+const open = checkout({ _tag: "Open" })
+const paidAnswer = checkout({ _tag: "Paid", customer })
+const unpaid = checkout({ _tag: "Unpaid" })
+const asyncFailed = checkout({ _tag: "Failed" })
+const expired = checkout({ _tag: "Expired" })
+const noAnswer: ProviderSettlement.CloseAnswer = { _tag: "NoAnswer", reason: "timeout" }
+const refundAnswer = (id: RefundId, amount: number, status: ProviderRefundStatus, createdAt = t0): ProviderAnswer => ({
+  _tag: "Refund",
+  refund: { refund_id: id, provider_refund_id: `re_${id}`, amount, status, created_at: createdAt }
+})
+
+const ok = <A, E>(result: Result.Result<A, E>): A => {
+  if (Result.isFailure(result)) throw new Error(`expected success, got ${JSON.stringify(result.failure)}`)
+  return result.success
+}
+
+/** A live payment with one pending refund Kassa asked for. */
+const withPendingRefund = (amount: number, options: { paymentAmount?: number } = {}) => {
+  const id = refundId()
+  const payment = ok(
+    PaymentStateMachine.requestRefund(paidPayment({ mode: "live", amount: options.paymentAmount ?? 10_000 }), {
+      refundId: id,
+      amount,
+      reason: null,
+      now: t0
+    })
+  ).payment
+  return { id, payment }
+}
+
+const applyAll = (payment: Payment, answers: ReadonlyArray<ProviderAnswer>): Payment =>
+  answers.reduce((current, answer) => ProviderSettlement.apply(current, answer, context).payment, payment)
+
+describe("a checkout's state (decisions §10, Settlement)", () => {
+  it("complete and paid → paid with payment.paid; payer from the provider's customer details and Kassa's visit", () => {
+    const settlement = ProviderSettlement.apply(pendingPayment({ mode: "live" }), paidAnswer, context)
+    assert.strictEqual(settlement.payment.status, "paid")
+    assert.deepStrictEqual(settlement.events, ["payment.paid"])
+    assert.deepStrictEqual(settlement.payment.payer, { ...customer, ...visit })
+    assert.isTrue(DateTime.Equivalence(settlement.payment.paid_at ?? t0, now))
+    assert.isNull(settlement.discrepancy)
+  })
+
+  it("paid without a recorded visit: the payer's ip and user_agent are empty (the schema has no null yet)", () => {
+    const settlement = ProviderSettlement.apply(pendingPayment({ mode: "live" }), paidAnswer, { now, visit: null })
+    assert.deepStrictEqual(settlement.payment.payer, { ...customer, ip: "", user_agent: "" })
+  })
+
+  it("complete but unpaid (a delayed method) stays pending with no event", () => {
+    const payment = pendingPayment({ mode: "live" })
+    const settlement = ProviderSettlement.apply(payment, unpaid, context)
+    assert.deepStrictEqual(settlement.payment, payment)
+    assert.deepStrictEqual(settlement.events, [])
+  })
+
+  it("an async payment failure → failed with payment.failed", () => {
+    const settlement = ProviderSettlement.apply(pendingPayment({ mode: "live" }), asyncFailed, context)
+    assert.strictEqual(settlement.payment.status, "failed")
+    assert.deepStrictEqual(settlement.events, ["payment.failed"])
+  })
+
+  it("expired at the provider → expired with payment.expired", () => {
+    const settlement = ProviderSettlement.apply(pendingPayment({ mode: "live" }), expired, context)
+    assert.strictEqual(settlement.payment.status, "expired")
+    assert.deepStrictEqual(settlement.events, ["payment.expired"])
+  })
+
+  it("an open checkout leaves a pending payment pending, even past its expires_at (the provider decides)", () => {
+    const payment = pendingPayment({ mode: "live" })
+    const settlement = ProviderSettlement.apply(payment, open, { now: DateTime.add(t0, { hours: 3 }), visit })
+    assert.deepStrictEqual(settlement.payment, payment)
+  })
+
+  it("no answer is its own outcome: nothing changes, nothing is failed, the caller asks again", () => {
+    for (const payment of [pendingPayment({ mode: "live" }), withPendingRefund(100).payment]) {
+      const settlement = ProviderSettlement.apply(payment, noAnswer, context)
+      assert.deepStrictEqual(settlement.payment, payment)
+      assert.deepStrictEqual(settlement.events, [])
+      assert.isTrue(settlement.askAgain)
+    }
+  })
+
+  it("money taken for a payment Kassa had closed changes nothing and is flagged for the operator", () => {
+    const cancelled = ok(PaymentStateMachine.cancel(pendingPayment({ mode: "live" }))).payment
+    const settlement = ProviderSettlement.apply(cancelled, paidAnswer, context)
+    assert.deepStrictEqual(settlement.payment, cancelled)
+    assert.deepStrictEqual(settlement.events, [])
+    assert.strictEqual(settlement.discrepancy?.kind, "paid_after_final")
+  })
+
+  it("a paid payment the provider reports expired stays paid and is flagged", () => {
+    const paid = paidPayment({ mode: "live" })
+    const settlement = ProviderSettlement.apply(paid, expired, context)
+    assert.deepStrictEqual(settlement.payment, paid)
+    assert.strictEqual(settlement.discrepancy?.kind, "unpaid_after_paid")
+  })
+})
+
+describe("a refund's state (decisions §10, Live refunds)", () => {
+  it("succeeded → the refund succeeds and the payment is partially_refunded with its event", () => {
+    const { id, payment } = withPendingRefund(2_500)
+    const settlement = ProviderSettlement.apply(payment, refundAnswer(id, 2_500, "succeeded"), context)
+    assert.strictEqual(settlement.payment.status, "partially_refunded")
+    assert.strictEqual(settlement.payment.refunded_amount, 2_500)
+    assert.deepStrictEqual(settlement.events, ["payment.partially_refunded"])
+  })
+
+  it("succeeded for the whole amount → refunded with payment.refunded", () => {
+    const { id, payment } = withPendingRefund(10_000)
+    const settlement = ProviderSettlement.apply(payment, refundAnswer(id, 10_000, "succeeded"), context)
+    assert.strictEqual(settlement.payment.status, "refunded")
+    assert.deepStrictEqual(settlement.events, ["payment.refunded"])
+  })
+
+  it.each(["failed", "canceled"] as const)("%s → the refund fails, its amount is released, no event", (status) => {
+    const { id, payment } = withPendingRefund(2_500)
+    assert.strictEqual(refundableAmount(payment), 7_500)
+    const settlement = ProviderSettlement.apply(payment, refundAnswer(id, 2_500, status), context)
+    assert.strictEqual(settlement.payment.refunds[0]?.status, "failed")
+    assert.strictEqual(settlement.payment.status, "paid")
+    assert.strictEqual(refundableAmount(settlement.payment), 10_000)
+    assert.deepStrictEqual(settlement.events, [])
+    assert.isNull(settlement.discrepancy)
+  })
+
+  it("pending → nothing changes", () => {
+    const { id, payment } = withPendingRefund(2_500)
+    assert.deepStrictEqual(
+      ProviderSettlement.apply(payment, refundAnswer(id, 2_500, "pending"), context).payment,
+      payment
+    )
+  })
+
+  it("failed after it had succeeded → failed, amount and status computed again, no event, a discrepancy", () => {
+    const { id, payment } = withPendingRefund(10_000)
+    const refunded = ProviderSettlement.apply(payment, refundAnswer(id, 10_000, "succeeded"), context).payment
+    assert.strictEqual(refunded.status, "refunded")
+    const settlement = ProviderSettlement.apply(refunded, refundAnswer(id, 10_000, "failed"), context)
+    assert.strictEqual(settlement.payment.status, "paid")
+    assert.strictEqual(settlement.payment.refunded_amount, 0)
+    assert.strictEqual(settlement.payment.refunds[0]?.status, "failed")
+    assert.deepStrictEqual(settlement.events, [])
+    assert.deepStrictEqual(settlement.discrepancy?.kind, "refund_failed_after_success")
+    assert.strictEqual(settlement.discrepancy?.refund_id, id)
+  })
+
+  it("failed after success with another refund still standing → partially_refunded", () => {
+    const first = withPendingRefund(3_000)
+    const second = refundId()
+    const both = ok(
+      PaymentStateMachine.requestRefund(first.payment, { refundId: second, amount: 2_000, reason: null, now: t0 })
+    ).payment
+    const done = applyAll(both, [refundAnswer(first.id, 3_000, "succeeded"), refundAnswer(second, 2_000, "succeeded")])
+    const settlement = ProviderSettlement.apply(done, refundAnswer(first.id, 3_000, "failed"), context)
+    assert.strictEqual(settlement.payment.status, "partially_refunded")
+    assert.strictEqual(settlement.payment.refunded_amount, 2_000)
+  })
+
+  it("a refund made at the provider is recorded as succeeded with reason 'refunded at provider' and its event", () => {
+    const paid = paidPayment({ mode: "live" })
+    const id = refundId()
+    const settlement = ProviderSettlement.apply(paid, refundAnswer(id, 4_000, "succeeded"), context)
+    assert.strictEqual(settlement.payment.status, "partially_refunded")
+    assert.strictEqual(settlement.payment.refunded_amount, 4_000)
+    assert.deepStrictEqual(settlement.events, ["payment.partially_refunded"])
+    const entry = settlement.payment.refunds[0]
+    assert.strictEqual(entry?.id, id)
+    assert.strictEqual(entry?.reason, "refunded at provider")
+    assert.strictEqual(entry?.status, "succeeded")
+    // Seen again: the same refund, recorded once.
+    const again = ProviderSettlement.apply(settlement.payment, refundAnswer(id, 4_000, "succeeded"), context)
+    assert.deepStrictEqual(again.payment, settlement.payment)
+    assert.deepStrictEqual(again.events, [])
+  })
+
+  it("a refund at the provider beyond what Kassa holds refundable is not recorded but flagged", () => {
+    const { payment } = withPendingRefund(8_000)
+    const settlement = ProviderSettlement.apply(payment, refundAnswer(refundId(), 4_000, "succeeded"), context)
+    assert.deepStrictEqual(settlement.payment, payment)
+    assert.strictEqual(settlement.discrepancy?.kind, "refund_not_recordable")
+  })
+
+  it("a refund answer for a payment Kassa still has pending asks to read the checkout first", () => {
+    const payment = pendingPayment({ mode: "live" })
+    const settlement = ProviderSettlement.apply(payment, refundAnswer(refundId(), 100, "succeeded"), context)
+    assert.deepStrictEqual(settlement.payment, payment)
+    assert.isTrue(settlement.askAgain)
+  })
+})
+
+describe("expiry and cancel ask the provider first (decisions §10)", () => {
+  const pending = () => pendingPayment({ mode: "live" })
+
+  it("cancel, expired at the provider → cancelled with payment.cancelled", () => {
+    const decision = ProviderSettlement.decideClose(pending(), "cancel", expired, context)
+    assert.isNull(decision.error)
+    assert.strictEqual(decision.settlement.payment.status, "cancelled")
+    assert.deepStrictEqual(decision.settlement.events, ["payment.cancelled"])
+  })
+
+  it("cancel, already paid at the provider → paid (with payment.paid) and 409 payment_not_cancellable, status paid", () => {
+    const decision = ProviderSettlement.decideClose(pending(), "cancel", paidAnswer, context)
+    assert.strictEqual(decision.settlement.payment.status, "paid")
+    assert.deepStrictEqual(decision.settlement.events, ["payment.paid"])
+    assert.strictEqual(decision.error?._tag, "PaymentNotCancellable")
+    assert.strictEqual(decision.error?._tag === "PaymentNotCancellable" ? decision.error.status : null, "paid")
+  })
+
+  it("cancel, no answer → 502 provider_error and the payment unchanged", () => {
+    const payment = pending()
+    const decision = ProviderSettlement.decideClose(
+      payment,
+      "cancel",
+      { _tag: "NoAnswer", reason: "unavailable" },
+      context
+    )
+    assert.strictEqual(decision.error?._tag, "ProviderError")
+    assert.deepStrictEqual(decision.settlement.payment, payment)
+    assert.deepStrictEqual(decision.settlement.events, [])
+  })
+
+  it("cancel, completed but unpaid → 409 with status pending, the payment unchanged", () => {
+    const payment = pending()
+    const decision = ProviderSettlement.decideClose(payment, "cancel", unpaid, context)
+    assert.strictEqual(decision.error?._tag === "PaymentNotCancellable" ? decision.error.status : null, "pending")
+    assert.deepStrictEqual(decision.settlement.payment, payment)
+  })
+
+  it("cancel of a payment that is not pending answers rule 1's error without a change", () => {
+    const paid = paidPayment({ mode: "live" })
+    const decision = ProviderSettlement.decideClose(paid, "cancel", expired, context)
+    assert.strictEqual(decision.error?._tag, "PaymentNotCancellable")
+    assert.deepStrictEqual(decision.settlement.payment, paid)
+  })
+
+  it("expiry, expired at the provider → expired with payment.expired", () => {
+    const decision = ProviderSettlement.decideClose(pending(), "expire", expired, context)
+    assert.isNull(decision.error)
+    assert.strictEqual(decision.settlement.payment.status, "expired")
+    assert.deepStrictEqual(decision.settlement.events, ["payment.expired"])
+  })
+
+  it("expiry, already paid → paid, no error", () => {
+    const decision = ProviderSettlement.decideClose(pending(), "expire", paidAnswer, context)
+    assert.isNull(decision.error)
+    assert.strictEqual(decision.settlement.payment.status, "paid")
+    assert.deepStrictEqual(decision.settlement.events, ["payment.paid"])
+  })
+
+  it.each([
+    ["no answer", noAnswer],
+    ["completed but unpaid", unpaid],
+    ["still open", open]
+  ] as const)("expiry, %s → stays pending and asks again", (_, answer) => {
+    const payment = pending()
+    const decision = ProviderSettlement.decideClose(payment, "expire", answer, context)
+    assert.isNull(decision.error)
+    assert.deepStrictEqual(decision.settlement.payment, payment)
+    assert.isTrue(decision.settlement.askAgain)
+  })
+})
+
+// ---- Properties -------------------------------------------------------------------------------------------------
+
+/** A checkout's life at the provider: each state it passes through, in order. */
+const checkoutHistory: fc.Arbitrary<ReadonlyArray<ProviderAnswer>> = fc.constantFrom(
+  [open],
+  [open, paidAnswer],
+  [open, unpaid, paidAnswer],
+  [open, unpaid, asyncFailed],
+  [open, expired]
+)
+
+/** A refund's life at the provider. */
+const refundHistory = fc.constantFrom<ReadonlyArray<ProviderRefundStatus>>(
+  ["pending"],
+  ["pending", "succeeded"],
+  ["succeeded"],
+  ["pending", "failed"],
+  ["pending", "canceled"],
+  ["pending", "succeeded", "failed"]
+)
+
+/** The answers Kassa may see of a history: any of its snapshots, any number of times, in any order, the last at least once. */
+const seen = (history: ReadonlyArray<ProviderAnswer>): fc.Arbitrary<ReadonlyArray<ProviderAnswer>> =>
+  fc
+    .array(fc.constantFrom(...history, noAnswer), { maxLength: 8 })
+    .chain((extra) =>
+      fc.shuffledSubarray([...extra, history[history.length - 1] as ProviderAnswer], { minLength: extra.length + 1 })
+    )
+
+describe("properties", () => {
+  it("any order and any repetition of a checkout's answers ends in the same payment", () => {
+    fc.assert(
+      fc.property(
+        checkoutHistory.chain((history) => fc.tuple(fc.constant(history), seen(history), seen(history))),
+        ([history, first, second]) => {
+          const start = pendingPayment({ mode: "live" })
+          const canonical = applyAll(start, history)
+          assert.deepStrictEqual(applyAll(start, first), canonical)
+          assert.deepStrictEqual(applyAll(start, second), canonical)
+        }
+      )
+    )
+  })
+
+  /** A paid live payment, refunds Kassa asked for (pending) and refunds made at the provider, all fitting the amount. */
+  const refundScenario = fc
+    .record({
+      amount: fc.integer({ min: 1, max: 100_000 }),
+      refunds: fc.array(
+        fc.record({
+          share: fc.integer({ min: 1, max: 1_000 }),
+          known: fc.boolean(),
+          history: refundHistory,
+          minute: fc.nat(30)
+        }),
+        { maxLength: 5 }
+      )
+    })
+    .map(({ amount, refunds }) => {
+      // Scale the shares so that all refunds together never exceed the amount, as the provider guarantees.
+      const total = refunds.reduce((sum, refund) => sum + refund.share, 0)
+      let start = paidPayment({ mode: "live", amount })
+      const histories: Array<ReadonlyArray<ProviderAnswer>> = []
+      for (const refund of refunds) {
+        const share = Math.floor((refund.share * amount) / Math.max(total, amount))
+        if (share < 1) continue
+        const id = refundId()
+        if (refund.known) {
+          start = ok(
+            PaymentStateMachine.requestRefund(start, { refundId: id, amount: share, reason: null, now: t0 })
+          ).payment
+        }
+        const createdAt = DateTime.add(t0, { minutes: refund.minute })
+        histories.push(refund.history.map((status) => refundAnswer(id, share, status, createdAt)))
+      }
+      return { start, histories }
+    })
+    .chain(({ start, histories }) =>
+      fc.tuple(
+        fc.constant(start),
+        fc.constant(histories),
+        // Interleavings of every refund's answers, each with stale checkout reads and no-answers mixed in.
+        fc
+          .tuple(...histories.map((history) => seen([open, paidAnswer, ...history])))
+          .chain((parts) => fc.shuffledSubarray(parts.flat(), { minLength: parts.flat().length }))
+      )
+    )
+
+  it("any order and any repetition of refund answers ends in the same payment", () => {
+    fc.assert(
+      fc.property(refundScenario, ([start, histories, answers]) => {
+        const canonical = applyAll(start, histories.flat())
+        assert.deepStrictEqual(applyAll(start, answers), canonical)
+      })
+    )
+  })
+
+  const anyAnswer = (ids: ReadonlyArray<RefundId>): fc.Arbitrary<ProviderAnswer> =>
+    fc.oneof(
+      fc.constantFrom(open, paidAnswer, unpaid, asyncFailed, expired, noAnswer),
+      fc
+        .record({
+          id: ids.length > 0 ? fc.oneof(fc.constantFrom(...ids), fc.constant(null)) : fc.constant(null),
+          amount: fc.integer({ min: 1, max: 200_000 }),
+          status: fc.constantFrom<ProviderRefundStatus>("pending", "succeeded", "failed", "canceled")
+        })
+        .map(({ id, amount, status }) => refundAnswer(id ?? refundId(), amount, status))
+    )
+
+  /** Any payment Kassa could hold (all statuses, live refunds pending), and any answers, even contradictory ones. */
+  const anything = fc
+    .record({
+      amount: fc.integer({ min: 1, max: 100_000 }),
+      start: fc.constantFrom("pending", "paid", "failed", "cancelled", "expired"),
+      requests: fc.array(fc.integer({ min: 1, max: 100_000 }), { maxLength: 4 })
+    })
+    .map(({ amount, start, requests }) => {
+      let payment = pendingPayment({ mode: "live", amount })
+      if (start === "cancelled") payment = ok(PaymentStateMachine.cancel(payment)).payment
+      else if (start !== "pending") payment = ok(PaymentStateMachine.settle(payment, start, { now: t0 })).payment
+      for (const requested of requests) {
+        const result = PaymentStateMachine.requestRefund(payment, {
+          refundId: refundId(),
+          amount: requested,
+          reason: null,
+          now: t0
+        })
+        if (Result.isSuccess(result)) payment = result.success.payment
+      }
+      return payment
+    })
+    .chain((payment) =>
+      fc.tuple(fc.constant(payment), fc.array(anyAnswer(payment.refunds.map((r) => r.id)), { maxLength: 12 }))
+    )
+
+  it("money never goes negative or beyond the amount, whatever the provider says", () => {
+    fc.assert(
+      fc.property(anything, ([start, answers]) => {
+        let payment = start
+        for (const answer of answers) {
+          payment = ProviderSettlement.apply(payment, answer, context).payment
+          assert.isAtLeast(payment.refunded_amount, 0)
+          assert.isAtMost(payment.refunded_amount, payment.amount)
+          assert.strictEqual(payment.refunded_amount, refundedAmount(payment.refunds))
+          assert.isAtLeast(refundableAmount(payment), 0)
+          if (payment.refunded_amount === payment.amount) assert.strictEqual(payment.status, "refunded")
+          else if (payment.refunded_amount > 0) assert.strictEqual(payment.status, "partially_refunded")
+        }
+      })
+    )
+  })
+
+  it("a final payment is never un-finalised; a refunded one leaves refunded only through a flagged refund failure", () => {
+    const closed = new Set(["failed", "cancelled", "expired"])
+    const paidFamily = new Set(["paid", "partially_refunded", "refunded"])
+    fc.assert(
+      fc.property(anything, ([start, answers]) => {
+        let payment = start
+        for (const answer of answers) {
+          const settlement = ProviderSettlement.apply(payment, answer, context)
+          if (closed.has(payment.status)) assert.deepStrictEqual(settlement.payment, payment)
+          if (paidFamily.has(payment.status)) assert.isTrue(paidFamily.has(settlement.payment.status))
+          if (payment.status === "refunded" && settlement.payment.status !== "refunded") {
+            assert.strictEqual(settlement.discrepancy?.kind, "refund_failed_after_success")
+          }
+          payment = settlement.payment
+        }
+      })
+    )
+  })
+
+  it("a cancel either cancels or answers an error, and an error never comes with a cancelled payment", () => {
+    fc.assert(
+      fc.property(
+        anything,
+        fc.constantFrom<ProviderSettlement.CloseAnswer>(open, paidAnswer, unpaid, asyncFailed, expired, {
+          _tag: "NoAnswer",
+          reason: "timeout"
+        }),
+        ([payment], answer) => {
+          const decision = ProviderSettlement.decideClose(payment, "cancel", answer, context)
+          const cancelled = decision.settlement.payment.status === "cancelled" && payment.status !== "cancelled"
+          assert.strictEqual(cancelled, decision.error === null)
+        }
+      )
+    )
+  })
+})
