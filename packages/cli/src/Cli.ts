@@ -1,6 +1,8 @@
 /** The `kassa` command: every group, and the exit codes (`ExitCode`). */
-import { Cause, Exit } from "effect"
-import { CliError, Command } from "effect/cli"
+import * as Cause from "effect/Cause"
+import * as CliError from "effect/cli/CliError"
+import * as Command from "effect/cli/Command"
+import * as Exit from "effect/Exit"
 import { admin } from "./commands/Admin.ts"
 import { payments } from "./commands/Payments.ts"
 import { serve } from "./commands/Serve.ts"

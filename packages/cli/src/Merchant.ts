@@ -1,6 +1,7 @@
 /** The merchant API through the SDK (`Kassa`), its answers as JSON, its errors as `CommandFailure`s. */
 import type { Kassa, KassaPayment } from "@kassa/client"
-import { Effect, Redacted } from "effect"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import { CommandFailure, failure, fields, money, table } from "./Output.ts"
 
 type Sdk = typeof import("@kassa/client")

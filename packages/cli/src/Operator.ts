@@ -2,7 +2,8 @@
  * The operator API (`/admin/api/v1`, decisions §8) over `fetch`, with the admin token as bearer. Error answers
  * (`{"error":{"code","message",…}}`) and unreachable servers become `CommandFailure`s with code, fields and Request-Id.
  */
-import { Effect, Redacted } from "effect"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import { type CommandFailure, failure } from "./Output.ts"
 
 export interface OperatorSettings {

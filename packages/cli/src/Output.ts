@@ -2,7 +2,9 @@
  * What the commands print, and how they fail. Results go to stdout: JSON with `--json` (for scripts), aligned
  * tables otherwise. Errors go to stderr, or to stdout as `{"error":{…}}` with `--json`, and carry the exit code.
  */
-import { Console, Data, Effect } from "effect"
+import * as Console from "effect/Console"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 
 /** The exit codes of `kassa` (documented in the README). */
 export const ExitCode = {

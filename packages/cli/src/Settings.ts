@@ -1,6 +1,6 @@
 /** Flags every command group shares, each falling back to its environment variable. */
-import { Config } from "effect"
-import { Flag } from "effect/cli"
+import * as Config from "effect/Config"
+import * as Flag from "effect/cli/Flag"
 
 export const defaultBaseUrl = "http://localhost:4000"
 

@@ -51,35 +51,47 @@ const ok = <A>(result: Awaited<ReturnType<typeof kassa>>) => {
   return json<A>(result)
 }
 
-describe.concurrent("kassa admin", () => {
-  it("apps create, list, show, update", async () => {
+// Each test runs a handful of `kassa` processes (each about a third of a second of CPU to start), so that on a slow,
+// shared machine every test stays far from its timeout; each makes the application it changes.
+describe.concurrent("kassa admin apps", () => {
+  it("apps create: --json answers the application and its webhook secret; the table shows them", async () => {
     const created = ok<{ application: Application; webhook_secret: string }>(
       await kassa(["admin", "apps", "create", "--name", "CLI shop", "--methods", "card,ideal", "--json"], { env })
     )
     expect(created.application).toMatchObject({ name: "CLI shop", status: "pending_review" })
     expect(created.webhook_secret).toMatch(/^whsec_/)
-    const id = created.application.id
 
     const table = await kassa(["admin", "apps", "create", "--name", "Table shop", "--status", "active"], { env })
     expect(table.code).toBe(0)
     expect(table.stdout).toContain("Table shop")
     expect(table.stdout).toMatch(/Status\s+active/)
     expect(table.stdout).toMatch(/Webhook secret\s+whsec_/)
+  })
+
+  it("apps list and show: --json and the table, with the methods it was created with", async () => {
+    const created = ok<{ application: Application }>(
+      await kassa(["admin", "apps", "create", "--name", "Listed shop", "--methods", "card,ideal", "--json"], { env })
+    )
+    const id = created.application.id
 
     const listed = ok<{ data: Array<Application> }>(await kassa(["admin", "apps", "list", "--json"], { env }))
     expect(listed.data.map((app) => app.id)).toContain(id)
     const listTable = await kassa(["admin", "apps", "list"], { env })
     expect(listTable.stdout).toMatch(/ID\s+NAME\s+STATUS/)
     expect(listTable.stdout).toContain(id)
-    expect(listTable.stdout).toContain("CLI shop")
+    expect(listTable.stdout).toContain("Listed shop")
 
     expect(ok<Application>(await kassa(["admin", "apps", "show", id, "--json"], { env }))).toMatchObject({
       id,
-      name: "CLI shop"
+      name: "Listed shop"
     })
     const showTable = await kassa(["admin", "apps", "show", id], { env })
     expect(showTable.stdout).toContain("card, ideal")
+  })
 
+  it("apps update: name, status and webhook URL, then clearing the URL; a bad setting is exit 1", async () => {
+    const { application } = await server.createApplication({ name: "Before", status: "pending_review" })
+    const id = application.id
     const updated = ok<Application>(
       await kassa(
         [
@@ -134,8 +146,10 @@ describe.concurrent("kassa admin", () => {
     const badStatus = await kassa(["admin", "apps", "create", "--name", "x", "--status", "open"], { env })
     expect(badStatus.code).toBe(2)
   })
+})
 
-  it("keys create, list, roll, revoke; webhook-secret rotate", async () => {
+describe.concurrent("kassa admin keys and webhook-secret", () => {
+  it("keys create (--json and table) and list (--json and table); create without --mode is exit 2", async () => {
     const { application } = await server.createApplication()
     const created = ok<{ id: string; key: string; mode: string }>(
       await kassa(["admin", "keys", "create", application.id, "--mode", "live", "--json"], { env })
@@ -152,6 +166,15 @@ describe.concurrent("kassa admin", () => {
     expect(listTable.stdout).toContain(created.id)
     expect(listTable.stdout).toContain("pk_live_")
 
+    const noMode = await kassa(["admin", "keys", "create", application.id], { env })
+    expect(noMode.code).toBe(2)
+  })
+
+  it("keys roll and revoke: the revoked key is refused; an unknown key is exit 1", async () => {
+    const { application } = await server.createApplication()
+    const created = ok<{ id: string; key: string; mode: string }>(
+      await kassa(["admin", "keys", "create", application.id, "--mode", "live", "--json"], { env })
+    )
     const rolled = ok<{ id: string; key: string }>(
       await kassa(["admin", "keys", "roll", created.id, "--json"], { env })
     )
@@ -170,9 +193,10 @@ describe.concurrent("kassa admin", () => {
 
     const unknownKey = await kassa(["admin", "keys", "revoke", "00000000-0000-4000-8000-000000000000"], { env })
     expect(unknownKey.code).toBe(1)
-    const noMode = await kassa(["admin", "keys", "create", application.id], { env })
-    expect(noMode.code).toBe(2)
+  })
 
+  it("webhook-secret rotate: --json and the table each show a new secret", async () => {
+    const { application } = await server.createApplication()
     const rotated = ok<{ webhook_secret: string }>(
       await kassa(["admin", "webhook-secret", "rotate", application.id, "--json"], { env })
     )
@@ -180,8 +204,41 @@ describe.concurrent("kassa admin", () => {
     const rotatedTable = await kassa(["admin", "webhook-secret", "rotate", application.id], { env })
     expect(rotatedTable.stdout).toMatch(/Webhook secret\s+whsec_/)
   })
+})
 
-  it("deliveries list and resend", async () => {
+/** An application whose webhook URL got a `payment.paid` delivery (made through the API), and that delivery. */
+const deliveredApplication = async () => {
+  const { application, testKey } = await server.createApplication({ webhook_url: receiverUrl })
+  const created = await server.request("/api/v1/payments", {
+    method: "POST",
+    key: testKey,
+    body: { amount: 1000, order_reference: "cli-resend" }
+  })
+  expect(created.status, created.text).toBe(201)
+  const paymentId = (created.body as { id: string }).id
+  const paid = await server.request(`/api/v1/test/payments/${paymentId}/simulate`, {
+    method: "POST",
+    key: testKey,
+    body: { outcome: "paid" }
+  })
+  expect(paid.status, paid.text).toBe(200)
+  return { application, paymentId }
+}
+
+/** The application's deliveries through `kassa admin deliveries list --json`, once one has an attempt (≤ 10 s). */
+const attemptedDeliveries = async (applicationId: string) => {
+  let deliveries: ReadonlyArray<Delivery> = []
+  for (let waited = 0; waited < 10_000 && !deliveries.some((d) => d.attempts.length > 0); waited += 200) {
+    deliveries = ok<{ data: Array<Delivery> }>(
+      await kassa(["admin", "deliveries", "list", applicationId, "--json"], { env })
+    ).data
+    if (!deliveries.some((d) => d.attempts.length > 0)) await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  return deliveries
+}
+
+describe.concurrent("kassa admin deliveries", () => {
+  it("deliveries list: --json once delivered, the table, a status filter; a bad --limit is exit 2", async () => {
     const { application, testKey } = await server.createApplication({ webhook_url: receiverUrl })
     const merchant = { KASSA_BASE_URL: server.baseUrl, KASSA_API_KEY: testKey }
     const payment = ok<KassaPayment>(
@@ -191,14 +248,7 @@ describe.concurrent("kassa admin", () => {
     )
     ok(await kassa(["payments", "simulate", payment.id, "--outcome", "paid", "--json"], { env: merchant }))
 
-    let deliveries: ReadonlyArray<Delivery> = []
-    for (let waited = 0; waited < 10_000 && !deliveries.some((d) => d.attempts.length > 0); waited += 200) {
-      deliveries = ok<{ data: Array<Delivery> }>(
-        await kassa(["admin", "deliveries", "list", application.id, "--json"], { env })
-      ).data
-      if (!deliveries.some((d) => d.attempts.length > 0)) await new Promise((resolve) => setTimeout(resolve, 200))
-    }
-    const delivery = deliveries[0]
+    const delivery = (await attemptedDeliveries(application.id))[0]
     expect(delivery).toMatchObject({ event: "payment.paid", payment_id: payment.id, status: "succeeded" })
     if (delivery === undefined) return
 
@@ -208,6 +258,15 @@ describe.concurrent("kassa admin", () => {
     expect(table.stdout).toContain("HTTP 200")
     const none = await kassa(["admin", "deliveries", "list", application.id, "--status", "failed"], { env })
     expect(none.stdout.trim()).toBe("No deliveries.")
+    const badLimit = await kassa(["admin", "deliveries", "list", application.id, "--limit", "many"], { env })
+    expect(badLimit.code).toBe(2)
+  })
+
+  it("deliveries resend: --json and the table; an unknown delivery is exit 1", async () => {
+    const { application, paymentId } = await deliveredApplication()
+    const delivery = (await attemptedDeliveries(application.id))[0]
+    expect(delivery).toMatchObject({ event: "payment.paid", payment_id: paymentId, status: "succeeded" })
+    if (delivery === undefined) return
 
     const resent = ok<Delivery>(await kassa(["admin", "deliveries", "resend", delivery.id, "--json"], { env }))
     expect(resent.id).toBe(delivery.id)
@@ -216,8 +275,6 @@ describe.concurrent("kassa admin", () => {
     expect(resentTable.stdout).toContain("payment.paid")
     const unknown = await kassa(["admin", "deliveries", "resend", "00000000-0000-4000-8000-000000000000"], { env })
     expect(unknown.code).toBe(1)
-    const badLimit = await kassa(["admin", "deliveries", "list", application.id, "--limit", "many"], { env })
-    expect(badLimit.code).toBe(2)
   })
 })
 
@@ -253,7 +310,11 @@ describe("kassa admin users and audit", () => {
       await kassa(["admin", "users", "remove", userId, "--application", application.id, "--json"], { env })
     )
     expect(removed.memberships).toEqual([])
+  })
 
+  it("users create: a taken e-mail or a short password is exit 1; --operator-admin with a chosen password", async () => {
+    const email = `cli-${crypto.randomUUID().slice(0, 8)}@shop.example`
+    ok(await kassa(["admin", "users", "create", "--email", email, "--json"], { env }))
     const duplicate = await kassa(["admin", "users", "create", "--email", email.toUpperCase(), "--json"], { env })
     expect(duplicate.code).toBe(1)
     expect(json<{ error: { code: string } }>(duplicate).error.code).toBe("validation_failed")
@@ -275,7 +336,7 @@ describe("kassa admin users and audit", () => {
     expect((await adminClient.get("/dashboard/operator/applications")).status).toBe(200)
   })
 
-  it("users set-password (generated, shown once), deactivate and reactivate", async () => {
+  it("users set-password: generated and shown once, or chosen and not printed; the old password stops working", async () => {
     const email = `cli-${crypto.randomUUID().slice(0, 8)}@shop.example`
     const user = ok<{ id: string; password: string }>(
       await kassa(["admin", "users", "create", "--email", email, "--json"], { env })
@@ -298,7 +359,16 @@ describe("kassa admin users and audit", () => {
     })
     expect(chosen.stdout).toContain(`New password set for ${email}`)
     expect(chosen.stdout).not.toContain("a chosen long password")
+    expect((await new DashboardClient(server.baseUrl).login(email, "a chosen long password")).status).toBe(303)
+  })
 
+  it("users deactivate and reactivate: sign-in refused, then allowed again; an unknown user is exit 1", async () => {
+    const email = `cli-${crypto.randomUUID().slice(0, 8)}@shop.example`
+    const user = ok<{ id: string }>(
+      await kassa(["admin", "users", "create", "--email", email, "--password", "a chosen long password", "--json"], {
+        env
+      })
+    )
     const deactivated = await kassa(["admin", "users", "deactivate", user.id], { env })
     expect(deactivated.code, deactivated.stderr).toBe(0)
     expect(deactivated.stdout).toMatch(new RegExp(`${email}\\s+no\\s+no`))

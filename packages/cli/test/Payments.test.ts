@@ -91,7 +91,7 @@ describe.each(databases)("against the server on %s", (database) => {
       expect(json<{ error: { code: string } }>(result).error.code).toBe("invalid_api_key")
     })
 
-    it("usage errors are exit 2, and a missing key is not prompted for", async () => {
+    it("usage errors are exit 2: a missing or malformed amount, an unknown command, --wizard", async () => {
       const missingAmount = await kassa(["payments", "create", "--order-reference", "x"], { env })
       expect(missingAmount.code).toBe(2)
       expect(missingAmount.stderr).toContain("--amount")
@@ -99,11 +99,14 @@ describe.each(databases)("against the server on %s", (database) => {
       expect(badAmount.code).toBe(2)
       const unknown = await kassa(["payments", "frobnicate"], { env })
       expect(unknown.code).toBe(2)
+      const wizard = await kassa(["payments", "list", "--wizard"], { env })
+      expect(wizard.code).toBe(2)
+    })
+
+    it("a missing key is a usage error, not a prompt; bare kassa prints the usage; --version", async () => {
       const noKey = await kassa(["payments", "list"], { env: { KASSA_BASE_URL: server.baseUrl } })
       expect(noKey.code).toBe(2)
       expect(noKey.stderr).toContain("--api-key")
-      const wizard = await kassa(["payments", "list", "--wizard"], { env })
-      expect(wizard.code).toBe(2)
       const bare = await kassa([], { env })
       expect(bare.code).toBe(2)
       expect(bare.stdout).toContain("payments")
@@ -155,7 +158,7 @@ describe.each(databases)("against the server on %s", (database) => {
       expect(again.stderr).toContain("payment_status: cancelled")
     })
 
-    it("simulate and refund: paid, partially refunded, refunded; over-refunding is exit 1", async () => {
+    it("simulate paid, then refund: partially refunded, refunded; over-refunding is exit 1", async () => {
       const payment = await create("cli-refund", 2000)
       const paid = await kassa(["payments", "simulate", payment.id, "--outcome", "paid", "--json"], { env })
       expect(paid.code).toBe(0)
@@ -179,6 +182,16 @@ describe.each(databases)("against the server on %s", (database) => {
       expect(rest.stdout).toContain("refunded")
       expect(rest.stdout).toContain("20.00 EUR")
       expect(rest.stdout).toContain("one mug")
+    })
+
+    it("simulate: an unknown outcome is exit 2; a payment no longer pending is exit 1 payment_not_pending", async () => {
+      const payment = await create("cli-simulate", 2000)
+      const paid = await server.request(`/api/v1/test/payments/${payment.id}/simulate`, {
+        method: "POST",
+        key: app.testKey,
+        body: { outcome: "paid" }
+      })
+      expect(paid.status, paid.text).toBe(200)
       const badOutcome = await kassa(["payments", "simulate", payment.id, "--outcome", "lost"], { env })
       expect(badOutcome.code).toBe(2)
       const notPending = await kassa(["payments", "simulate", payment.id, "--outcome", "failed"], { env })

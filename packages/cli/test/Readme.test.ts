@@ -8,7 +8,7 @@ import { join } from "node:path"
 import { sign } from "@kassa/webhook-verify"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type RunningServer, startServer, type TestApplication } from "../../server/test/support/TestServer.ts"
-import { kassa, start } from "./support.ts"
+import { kassa, killLeftovers, start } from "./support.ts"
 
 const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8")
 
@@ -35,7 +35,10 @@ describe("the README's examples", () => {
     dir = mkdtempSync(join(tmpdir(), "kassa-readme-"))
     env.KASSA_BASE_URL = server.baseUrl
   })
-  afterAll(() => server.close())
+  afterAll(async () => {
+    killLeftovers()
+    await server.close()
+  })
 
   /** The newest payment of the test application, through the API. */
   const newestPayment = async () => {

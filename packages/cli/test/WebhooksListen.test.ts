@@ -2,11 +2,13 @@
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
 import { sign } from "@kassa/webhook-verify"
-import { describe, expect, it } from "vitest"
-import { kassa, start } from "./support.ts"
+import { afterAll, describe, expect, it } from "vitest"
+import { kassa, killLeftovers, start } from "./support.ts"
 
 const secret = "whsec_listenlistenlistenlistenlist12"
 const body = `{"id":"evt_5d2f","event":"payment.refunded","created_at":"2026-01-01T00:00:00.000Z","data":{"id":"9a8b7c6d-0000-4000-8000-000000000001","status":"refunded","note":"caf\u00e9 \u2713"}}`
+
+afterAll(killLeftovers)
 
 const post = async (url: string, payload: string | Uint8Array<ArrayBuffer>, headers: Record<string, string>) => {
   const response = await fetch(url, {

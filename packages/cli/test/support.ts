@@ -1,5 +1,5 @@
 /** Runs `kassa` as a process, from its sources, with stdin not a terminal. */
-import { spawn } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
 export const mainPath = fileURLToPath(new URL("../src/main.ts", import.meta.url))
@@ -61,6 +61,17 @@ export const json = <A = Record<string, unknown>>(result: CliResult): A => {
   }
 }
 
+/** The processes `start` launched that have not exited yet. */
+const running = new Set<ChildProcess>()
+
+/**
+ * For `afterAll` of a file that uses `start`: kills what a failed or timed-out test left running (it never reached
+ * its stop()), so no process outlives the file holding a port and a core — `kassa serve` processes did.
+ */
+export const killLeftovers = () => {
+  for (const child of running) child.kill("SIGKILL")
+}
+
 /** A long-running `kassa` (serve, webhooks listen): its output so far, waiting for a line, and a signal to stop it. */
 export const start = (
   args: ReadonlyArray<string>,
@@ -81,7 +92,9 @@ export const start = (
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
     output.stderr += chunk
   })
+  running.add(child)
   const exited = new Promise<number | null>((resolve) => child.once("close", resolve))
+  exited.then(() => running.delete(child))
   /** Resolves once stdout matches. */
   const waitFor = (pattern: RegExp, timeoutMs = 15_000) =>
     new Promise<RegExpMatchArray>((resolve, reject) => {

@@ -1,9 +1,12 @@
 /**
  * `kassa admin apps|keys|webhook-secret|deliveries|users|audit …`: the operator API (decisions §8) with the admin token.
  */
-import { type Application as CoreApplication, Credentials } from "@kassa/core"
-import { Effect, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+import type { Application as CoreApplication } from "@kassa/core"
+import * as Argument from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { type OperatorSettings, request } from "../Operator.ts"
 import { fields, output, reporting, table } from "../Output.ts"
 import * as Settings from "../Settings.ts"
@@ -457,7 +460,12 @@ const passwordFlag = Flag.String("password").pipe(
 const chosenOrGenerated = (given: Option.Option<string>) =>
   Option.match(given, {
     onSome: (password) => Effect.succeed({ password, generated: false }),
-    onNone: () => Effect.map(Credentials.generatePassword, (password) => ({ password, generated: true }))
+    onNone: () =>
+      // Loaded here, not at the top: only these two commands need it, and @kassa/core's modules would slow every start.
+      Effect.promise(() => import("@kassa/core/dashboard/Credentials")).pipe(
+        Effect.flatMap((Credentials) => Credentials.generatePassword),
+        Effect.map((password) => ({ password, generated: true }))
+      )
   })
 
 const usersCreate = Command.make(

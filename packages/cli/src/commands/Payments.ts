@@ -1,6 +1,9 @@
 /** `kassa payments create|get|list|cancel|refund|simulate`: the merchant API. */
-import { Effect, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+import * as Argument from "effect/cli/Argument"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { call, renderPayment, renderPayments } from "../Merchant.ts"
 import { output, reporting } from "../Output.ts"
 import * as Settings from "../Settings.ts"

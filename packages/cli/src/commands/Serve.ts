@@ -2,8 +2,12 @@
  * `kassa serve`: the reference server of `@kassa/server` as its own `main.ts` runs it (`Launch.layer`: demo seed
  * and banner, logging, settings), with `--port`, `--host` and `--data-dir` laid over the environment.
  */
-import { ConfigProvider, Effect, Layer, Option } from "effect"
-import { Command, Flag } from "effect/cli"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Command from "effect/cli/Command"
+import * as Flag from "effect/cli/Flag"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
 export const serve = Command.make(
   "serve",
