@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
+import { query } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
 
 const prototypeKeys = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf"] as const
@@ -220,5 +221,29 @@ describe.each(databases)("bad input on %s", (database) => {
       key: server.adminToken
     })
     expect(read.body).toMatchObject({ methods: [] })
+  })
+  it("a dashboard form value with U+0000 (a live refund's reason) is stored with U+FFFD, never a 500", async () => {
+    const id = crypto.randomUUID()
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
+          order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
+          created_at, updated_at)
+        VALUES (${id}, ${shop.application.id}, 'live', 'paid', 1000, 0, 'EUR', 'card', ${`live-${id.slice(0, 8)}`},
+          NULL, ${JSON.stringify({ name: null, email: null, phone: null })}::jsonb, NULL, 'en', NULL, '{}'::jsonb,
+          now() + interval '1 hour', now(), now(), now())
+      `
+    )
+    const owner = await createUser(server, { roles: [[shop.application.id, "owner"]] })
+    const client = await DashboardClient.signIn(server, owner)
+    await client.get(`/dashboard/apps/${shop.application.id}/payments/${id}`)
+    const requested = await client.post(`/dashboard/apps/${shop.application.id}/payments/${id}/refunds`, {
+      amount: "100",
+      reason: "broken\u0000mug"
+    })
+    expect(requested.status, requested.html.slice(0, 300)).toBe(303)
+    const fetched = await server.request(`/api/v1/payments/${id}`, { key: shop.liveKey })
+    expect(fetched.body).toMatchObject({ refunds: [{ amount: 100, reason: "broken\uFFFDmug", status: "pending" }] })
   })
 })

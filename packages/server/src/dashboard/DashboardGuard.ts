@@ -4,7 +4,7 @@
  * it (not a member → 404, so ids of other applications reveal nothing; a member without the permission → 403), and
  * the actor the audit log records.
  */
-import { DashboardAccess } from "@kassa/core"
+import { DashboardAccess, Text } from "@kassa/core"
 import { Context, Effect, Layer, Option } from "effect"
 import { type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
 import { parseApplicationId, type StoredApplication } from "../applications/ApplicationRepository.ts"
@@ -37,7 +37,7 @@ export interface InApplication extends Signed {
 /** A form post that passed the CSRF check. */
 export interface Posted {
   readonly form: UrlParams.UrlParams
-  /** A trimmed form value, "" when absent. */
+  /** A trimmed form value, "" when absent; U+0000 reads as U+FFFD (Text.toStorable). */
   readonly value: (name: string) => string
 }
 
@@ -158,7 +158,9 @@ export class DashboardGuard extends Context.Service<
           ),
         form: (signed, f) =>
           Effect.flatMap(signed.request.urlParamsBody.pipe(Effect.orElseSucceed(() => UrlParams.empty)), (form) => {
-            const value = (name: string) => Option.getOrElse(UrlParams.getFirst(form, name), () => "").trim()
+            // U+0000 (no one types it; PostgreSQL refuses it) becomes U+FFFD, so no form value can fail a write.
+            const value = (name: string) =>
+              Text.toStorable(Option.getOrElse(UrlParams.getFirst(form, name), () => "").trim())
             if (
               !sameOrigin(signed.request) ||
               !sessions.verifyCsrf(signed.session, Option.getOrUndefined(UrlParams.getFirst(form, "csrf")))
