@@ -77,6 +77,16 @@ export const isDue = (payment: Payment, now: DateTime.Utc): boolean =>
 export const observe = (payment: Payment, now: DateTime.Utc): Transition =>
   isDue(payment, now) ? moveTo(payment, "expired") : unchanged(payment)
 
+/**
+ * The batch form of {@link observe} (the expiry sweeper, a list expiring the rows it shows): the transition of each
+ * payment that is due, in the given order; the others are left out, unchanged.
+ */
+export const expireDue = (payments: ReadonlyArray<Payment>, now: DateTime.Utc): ReadonlyArray<Transition> =>
+  payments.flatMap((payment) => {
+    const transition = observe(payment, now)
+    return transition.events.length === 0 ? [] : [transition]
+  })
+
 /** Rule 1: only a pending payment can be cancelled; a paid payment never is. */
 export const cancel = (payment: Payment): Result.Result<Transition, PaymentNotCancellable> =>
   payment.status === "pending"

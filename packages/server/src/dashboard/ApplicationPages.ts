@@ -432,14 +432,14 @@ export const layer = Layer.unwrap(
         const status = QueryFilters.paymentStatus(context.query, "status")
         const reference = QueryFilters.param(context.query, "order_reference", 255)
         const filter = { mode: mode ?? "", status: status ?? "", order_reference: reference }
-        yield* PaymentSearch.expireListed(payments, { applicationId: id, mode })
-        const page = yield* queries.payments(id, {
+        const found = yield* queries.payments(id, {
           mode,
           status,
           orderReference: reference === "" ? undefined : reference,
           startingAfter: Option.getOrUndefined(parsePaymentId(context.query.get("starting_after"))),
           limit: pageSize
         })
+        const page = yield* PaymentSearch.expireShown(payments, found, status)
         return PaymentPages.paymentsPage(frame(context), { rows: page.rows, hasMore: page.hasMore, filter })
       })
     )

@@ -551,23 +551,22 @@ export const layer = Layer.unwrap(
           const status = QueryFilters.paymentStatus(signed.query, "status")
           const mode = QueryFilters.mode(signed.query, "mode")
           const badId = paymentIdText.length > 0 && Option.isNone(paymentId)
-          if (!badId)
-            yield* PaymentSearch.expireListed(paymentService, {
-              applicationId: Option.getOrUndefined(application),
-              mode
-            })
           const page = badId
             ? { rows: [], hasMore: false }
-            : yield* queries.payments({
-                limit: pageSize,
-                paymentId: Option.getOrUndefined(paymentId),
-                orderReference: reference.length === 0 ? undefined : reference,
-                prefix: match === "prefix",
-                applicationId: Option.getOrUndefined(application),
-                status,
-                mode,
-                startingAfter: Option.getOrUndefined(parsePaymentId(param(signed, "starting_after")))
-              })
+            : yield* PaymentSearch.expireShown(
+                paymentService,
+                yield* queries.payments({
+                  limit: pageSize,
+                  paymentId: Option.getOrUndefined(paymentId),
+                  orderReference: reference.length === 0 ? undefined : reference,
+                  prefix: match === "prefix",
+                  applicationId: Option.getOrUndefined(application),
+                  status,
+                  mode,
+                  startingAfter: Option.getOrUndefined(parsePaymentId(param(signed, "starting_after")))
+                }),
+                status
+              )
           const last = page.rows.at(-1)
           return respondPage(
             paymentsPage({

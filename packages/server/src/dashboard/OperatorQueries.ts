@@ -57,14 +57,15 @@ export class OperatorQueries extends Context.Service<
         if (query.applicationId !== undefined) clauses.push(sql`d.application_id = ${query.applicationId}`)
         if (query.status !== undefined) clauses.push(sql`d.status = ${query.status}`)
         if (query.event !== undefined) clauses.push(sql`e.event = ${query.event}`)
-        if (query.mode !== undefined) clauses.push(sql`e.mode = ${query.mode}`)
+        // deliveries.mode (0004): filtering by mode joins no event it does not show.
+        if (query.mode !== undefined) clauses.push(sql`d.mode = ${query.mode}`)
         if (query.startingAfter !== undefined) {
           const [after] = yield* sql`SELECT created_at, id FROM deliveries WHERE id = ${query.startingAfter}`
           if (after !== undefined)
             clauses.push(sql`(d.created_at, d.id) < (${after.created_at as Date}, ${String(after.id)}::uuid)`)
         }
         const rows = yield* sql`
-          SELECT d.id, d.application_id, a.name AS application_name, e.event, e.payment_id, e.mode, d.status,
+          SELECT d.id, d.application_id, a.name AS application_name, e.event, e.payment_id, d.mode, d.status,
             d.next_attempt_at, d.created_at,
             -- Attempts are numbered 1..n per delivery (under its row lock), so the last one's number is the count.
             coalesce(last.number, 0) AS attempts,
@@ -76,7 +77,7 @@ export class OperatorQueries extends Context.Service<
               SELECT x.number, x.response_status, x.error FROM delivery_attempts x
               WHERE x.delivery_id = d.id ORDER BY x.number DESC LIMIT 1
             ) last ON true
-          WHERE ${sql.and(clauses)}
+          WHERE ${clauses.length === 0 ? sql`true` : sql.and(clauses)}
           ORDER BY d.created_at DESC, d.id DESC
           LIMIT ${query.limit + 1}
         `

@@ -4,8 +4,9 @@
  * another application's payment finds nothing there.
  */
 import { type Ids, Mode, type Payment } from "@kassa/core"
-import { Effect } from "effect"
+import { DateTime, Effect } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
+import * as PaymentRepository from "../payments/PaymentRepository.ts"
 import type { Payments } from "../payments/Payments.ts"
 import * as QueryFilters from "./QueryFilters.ts"
 
@@ -35,6 +36,8 @@ export interface PaymentSummary {
   readonly method: string
   readonly orderReference: string
   readonly customerEmail: string | null
+  /** For the lazy expiry of the rows shown ({@link expireShown}). */
+  readonly expiresAt: Date
   readonly createdAt: Date
 }
 
@@ -50,50 +53,65 @@ export type PaymentPage = Page<PaymentSummary>
 export const likePrefix = (prefix: string) => `${QueryFilters.likeLiteral(prefix)}%`
 
 /**
- * Expires the due `pending` payments a search could list, as every reader does, so that no list shows a payment as
- * pending that the API would answer as expired: an application's (in one mode or both), or — across applications —
- * the sweeper's pass, which leaves rows another request is changing right now to that request.
+ * The lazy expiry of a page about to be shown, as every reader does it (the sweeper expires the rest): its rows still
+ * `pending` past their expiry are expired now, with their events, and shown as they now are, so that no list shows a
+ * payment as pending that the API would answer as expired. A row that no longer has the filtered `status` is left
+ * out (a due payment found by a `pending` filter).
  */
-export const expireListed = (
+export const expireShown = Effect.fn("PaymentSearch.expireShown")(function* (
   payments: Payments["Service"],
-  query: { readonly applicationId?: Ids.ApplicationId | undefined; readonly mode?: Mode.Mode | undefined }
-) => {
-  const { applicationId, mode } = query
-  return applicationId === undefined
-    ? payments.expireDue({})
-    : Effect.forEach(mode === undefined ? Mode.Mode.literals : [mode], (scopeMode) =>
-        payments.expireDue({ scope: { applicationId, mode: scopeMode } })
-      )
-}
+  page: PaymentPage,
+  status: Payment.PaymentStatus | undefined
+) {
+  const now = DateTime.toEpochMillis(yield* DateTime.now)
+  const due = page.rows.filter((row) => row.status === "pending" && row.expiresAt.getTime() <= now)
+  if (due.length === 0) return page
+  const fresh = new Map(
+    (yield* payments.expireShown(due.map((row) => row.id as Ids.PaymentId))).map(
+      (payment) => [payment.id as string, payment.status] as const
+    )
+  )
+  const rows = page.rows
+    .map((row) => ({ ...row, status: fresh.get(row.id) ?? row.status }))
+    .filter((row) => status === undefined || row.status === status)
+  return { rows, hasMore: page.hasMore } satisfies PaymentPage
+})
 
 export const search = (sql: SqlClient.SqlClient) =>
   Effect.fn("PaymentSearch.search")(function* (query: PaymentSearchQuery) {
     const clauses: Array<Statement.Fragment> = []
-    if (query.applicationId !== undefined) clauses.push(sql`p.application_id = ${query.applicationId}`)
-    if (query.paymentId !== undefined) clauses.push(sql`p.id = ${query.paymentId}`)
+    if (query.applicationId !== undefined) clauses.push(sql`application_id = ${query.applicationId}`)
+    if (query.paymentId !== undefined) clauses.push(sql`id = ${query.paymentId}`)
     if (query.orderReference !== undefined)
       clauses.push(
         query.prefix === true
-          ? sql`p.order_reference LIKE ${likePrefix(query.orderReference)}`
-          : sql`p.order_reference = ${query.orderReference}`
+          ? sql`order_reference LIKE ${likePrefix(query.orderReference)}`
+          : sql`order_reference = ${query.orderReference}`
       )
-    if (query.status !== undefined) clauses.push(sql`p.status = ${query.status}`)
-    if (query.mode !== undefined) clauses.push(sql`p.mode = ${query.mode}`)
     if (query.startingAfter !== undefined) {
       const [after] = yield* sql`
         SELECT created_at, seq FROM payments p WHERE p.id = ${query.startingAfter}
           AND (${query.applicationId ?? null}::uuid IS NULL OR p.application_id = ${query.applicationId ?? null}::uuid)
       `
       if (after !== undefined)
-        clauses.push(sql`(p.created_at, p.seq) < (${after.created_at as Date}, ${after.seq as bigint})`)
+        clauses.push(sql`(created_at, seq) < (${after.created_at as Date}, ${after.seq as bigint})`)
     }
+    // An application's list in both modes reads each mode's index range (application_id, mode, …) on its own.
+    const modes =
+      query.mode !== undefined
+        ? [[sql`mode = ${query.mode}`]]
+        : query.applicationId !== undefined
+          ? Mode.Mode.literals.map((mode) => [sql`mode = ${mode}`])
+          : [[]]
+    const statuses = PaymentRepository.statusBranches(sql, query.status, yield* DateTime.now)
+    const branches = modes.flatMap((mode) => statuses.map((status) => [...mode, ...status]))
+    const columns = sql`id, application_id, mode, status, amount, refunded_amount, currency, method, order_reference,
+      customer, expires_at, created_at, seq`
     const rows = yield* sql`
-      SELECT p.id, p.application_id, a.name AS application_name, p.mode, p.status, p.amount, p.refunded_amount,
-        p.currency, p.method, p.order_reference, p.customer, p.created_at
-      FROM payments p JOIN applications a ON a.id = p.application_id
-      WHERE ${sql.and(clauses)}
+      SELECT p.*, a.name AS application_name
+      FROM (${PaymentRepository.newestFirst(sql, columns, clauses, branches, query.limit + 1)}) AS p
+        JOIN applications a ON a.id = p.application_id
       ORDER BY p.created_at DESC, p.seq DESC
-      LIMIT ${query.limit + 1}
     `
     return {
       rows: rows.slice(0, query.limit).map(
@@ -109,6 +127,7 @@ export const search = (sql: SqlClient.SqlClient) =>
           method: String(row.method),
           orderReference: String(row.order_reference),
           customerEmail: (row.customer as Payment.Customer | null)?.email ?? null,
+          expiresAt: row.expires_at as Date,
           createdAt: row.created_at as Date
         })
       ),

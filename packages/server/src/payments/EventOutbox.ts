@@ -29,6 +29,18 @@ export class EventOutbox extends Context.Service<
       events: ReadonlyArray<WebhookEvent.EventName>,
       at: DateTime.Utc
     ) => Effect.Effect<ReadonlyArray<WebhookEvent.WebhookEvent>>
+    /**
+     * {@link record} for many payments at once (a batch expiry): the same events and deliveries, written by two
+     * statements whatever the batch's size. Must run inside the transaction that makes the changes.
+     */
+    readonly recordMany: (
+      changes: ReadonlyArray<{
+        readonly applicationId: Ids.ApplicationId
+        readonly payment: Payment.Payment
+        readonly events: ReadonlyArray<WebhookEvent.EventName>
+      }>,
+      at: DateTime.Utc
+    ) => Effect.Effect<void>
   }
 >()("@kassa/server/payments/EventOutbox") {
   static readonly layer = Layer.effect(
@@ -37,6 +49,48 @@ export class EventOutbox extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const random = yield* SecureRandom.SecureRandom
       const wakeup = yield* DeliveryWakeup
+
+      /** One event row and one pending delivery row (due at once) per event, in two statements. */
+      const insertAll = Effect.fnUntraced(function* (
+        made: ReadonlyArray<{
+          readonly applicationId: Ids.ApplicationId
+          readonly payment: Payment.Payment
+          readonly event: WebhookEvent.WebhookEvent
+        }>,
+        at: DateTime.Utc
+      ) {
+        const [first, ...rest] = made
+        if (first === undefined) return
+        const createdAt = DateTime.toDateUtc(at)
+        const eventRow = ({ applicationId, payment, event }: (typeof made)[number]) => ({
+          id: event.id,
+          application_id: applicationId,
+          payment_id: payment.id,
+          mode: payment.mode,
+          event: event.event,
+          body: eventBody(event),
+          created_at: createdAt
+        })
+        const deliveryRow = ({ applicationId, payment, event }: (typeof made)[number], id: Ids.DeliveryId) => ({
+          id,
+          event_id: event.id,
+          application_id: applicationId,
+          mode: payment.mode,
+          status: "pending",
+          next_attempt_at: createdAt,
+          created_at: createdAt,
+          updated_at: createdAt
+        })
+        const deliveryIds: Array<Ids.DeliveryId> = []
+        for (let index = 0; index < made.length; index++) deliveryIds.push(Ids.DeliveryId.make(yield* random.uuidV4()))
+        yield* sql`INSERT INTO events ${sql.insert([eventRow(first), ...rest.map(eventRow)])}`
+        yield* sql`INSERT INTO deliveries ${sql.insert(
+          [first, ...rest].map((entry, index) => deliveryRow(entry, deliveryIds[index] as Ids.DeliveryId)) as [
+            ReturnType<typeof deliveryRow>,
+            ...Array<ReturnType<typeof deliveryRow>>
+          ]
+        )}`
+      })
 
       const record = Effect.fn("EventOutbox.record")(function* (
         applicationId: Ids.ApplicationId,
@@ -47,25 +101,36 @@ export class EventOutbox extends Context.Service<
         const made = yield* WebhookEvent.makeAll(events, payment, at).pipe(
           Effect.provideService(SecureRandom.SecureRandom, random)
         )
-        const createdAt = DateTime.toDateUtc(at)
-        for (const event of made) {
-          const deliveryId = Ids.DeliveryId.make(yield* random.uuidV4())
-          yield* sql`
-            INSERT INTO events (id, application_id, payment_id, mode, event, body, created_at)
-            VALUES (${event.id}, ${applicationId}, ${payment.id}, ${payment.mode}, ${event.event}, ${eventBody(event)},
-              ${createdAt})
-          `
-          yield* sql`
-            INSERT INTO deliveries (id, event_id, application_id, status, next_attempt_at, created_at, updated_at)
-            VALUES (${deliveryId}, ${event.id}, ${applicationId}, 'pending', ${createdAt}, ${createdAt}, ${createdAt})
-          `
-        }
+        yield* insertAll(
+          made.map((event) => ({ applicationId, payment, event })),
+          at
+        )
         // The dispatcher in this process starts on the first attempt as soon as the change commits.
         yield* sql.afterCommit(wakeup.wake)
         return made
       }, Effect.orDie)
 
-      return EventOutbox.of({ record })
+      const recordMany = Effect.fn("EventOutbox.recordMany")(function* (
+        changes: ReadonlyArray<{
+          readonly applicationId: Ids.ApplicationId
+          readonly payment: Payment.Payment
+          readonly events: ReadonlyArray<WebhookEvent.EventName>
+        }>,
+        at: DateTime.Utc
+      ) {
+        const made = []
+        for (const { applicationId, payment, events } of changes) {
+          const built = yield* WebhookEvent.makeAll(events, payment, at).pipe(
+            Effect.provideService(SecureRandom.SecureRandom, random)
+          )
+          for (const event of built) made.push({ applicationId, payment, event })
+        }
+        if (made.length === 0) return
+        yield* insertAll(made, at)
+        yield* sql.afterCommit(wakeup.wake)
+      }, Effect.orDie)
+
+      return EventOutbox.of({ record, recordMany })
     })
   )
 }

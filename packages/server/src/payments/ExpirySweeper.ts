@@ -1,14 +1,15 @@
 /**
- * The expiry sweeper (decisions §3): readers expire what they find, and this fiber expires the rest within 30 s.
- * Every 10 s it expires due payments in batches (`FOR UPDATE SKIP LOCKED`, so several server processes share the
- * work and never wait on each other or on a request) and forgets idempotency keys past their 24 hours. A failed
- * round is logged and the next one runs as usual.
+ * The expiry sweeper (decisions §3): readers expire only what they show, and this fiber expires the rest within 30 s.
+ * Every 10 s it expires due payments set-based, in batches of 500 (`FOR UPDATE SKIP LOCKED`, so several server
+ * processes share the work and never wait on each other or on a request; per batch one UPDATE and two INSERTs for
+ * the events and deliveries, in one transaction) and forgets idempotency keys past their 24 hours. A failed round
+ * is logged and the next one runs as usual.
  */
 import { Context, DateTime, Duration, Effect, Layer, Schedule } from "effect"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
 import { Payments } from "./Payments.ts"
 
-/** Time between two rounds; with lazy expiry on every read, a payment is never seen pending past `expires_at`. */
+/** Time between two rounds; as every read expires what it shows, no payment is seen pending past `expires_at`. */
 export const interval: Duration.Duration = Duration.seconds(10)
 
 export interface SweepResult {

@@ -53,6 +53,48 @@ export interface Page {
 /** How {@link PaymentRepository.lock} treats a row another transaction holds. */
 export type LockMode = "nowait" | "wait"
 
+/**
+ * A status filter as the branches a list reads, each a set of extra clauses on `payments`: `expired` also finds the
+ * payments still `pending` past their expiry (the list expires them before showing them), from the due index.
+ */
+export const statusBranches = (
+  sql: SqlClient.SqlClient,
+  status: Payment.PaymentStatus | undefined,
+  now: DateTime.Utc
+): ReadonlyArray<ReadonlyArray<Statement.Fragment>> =>
+  status === undefined
+    ? [[]]
+    : status === "expired"
+      ? [[sql`status = 'expired'`], [sql`status = 'pending'`, sql`expires_at <= ${DateTime.toDateUtc(now)}`]]
+      : [[sql`status = ${status}`]]
+
+/**
+ * Newest first over `payments`: `columns` of the rows matching `clauses` and any one of `branches`, at most `limit`.
+ * Each branch is its own `ORDER BY … LIMIT` subquery, so each walks an index in list order and stops after `limit`
+ * rows; their union is sorted again (an OR or an IN over two index ranges would sort every matching row first).
+ */
+export const newestFirst = (
+  sql: SqlClient.SqlClient,
+  columns: Statement.Fragment,
+  clauses: ReadonlyArray<Statement.Fragment>,
+  branches: ReadonlyArray<ReadonlyArray<Statement.Fragment>>,
+  limit: number
+) => {
+  const select = (extra: ReadonlyArray<Statement.Fragment>) => {
+    const all = [...clauses, ...extra]
+    return sql`
+      SELECT ${columns} FROM payments WHERE ${all.length === 0 ? sql`true` : sql.and(all)}
+      ORDER BY created_at DESC, seq DESC LIMIT ${limit}
+    `
+  }
+  if (branches.length === 1) return select(branches[0] ?? [])
+  const union = branches.map((extra) => sql`(${select(extra)})`)
+  return sql`
+    SELECT * FROM (${sql.join(" UNION ALL ", false)(union)}) AS branches
+    ORDER BY created_at DESC, seq DESC LIMIT ${limit}
+  `
+}
+
 const utc = (value: unknown): DateTime.Utc => DateTime.makeUnsafe(value as Date)
 const utcOrNull = (value: unknown): DateTime.Utc | null => (value === null || value === undefined ? null : utc(value))
 const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
@@ -117,15 +159,31 @@ export class PaymentRepository extends Context.Service<
     /** A page of payments, newest first. */
     readonly list: (scope: Scope, query: ListQuery) => Effect.Effect<Page, CursorNotFound>
     /**
-     * Locks up to `limit` pending payments past their expiry and returns their ids. Without a scope (the sweeper)
-     * rows other transactions hold are skipped; with one (a reader) it waits for them, in id order so that two
-     * readers cannot deadlock.
+     * The sweeper's batch: locks up to `limit` pending payments past their expiry, oldest expiry first, and loads
+     * them. Rows another transaction holds are skipped (`SKIP LOCKED`), so server processes share the work and never
+     * wait on each other or on a request.
      */
     readonly lockDue: (options: {
       readonly now: DateTime.Utc
       readonly limit: number
-      readonly scope?: Scope | undefined
-    }) => Effect.Effect<ReadonlyArray<Ids.PaymentId>>
+    }) => Effect.Effect<ReadonlyArray<StoredPayment>>
+    /**
+     * A reader's batch: locks those of `ids` that are pending past their expiry and loads them. It waits for rows
+     * another transaction holds (short single-row changes, or a sweeper batch), in id order so that two readers
+     * cannot deadlock; a row that changed meanwhile is re-checked and left out when no longer due.
+     */
+    readonly lockDueAmong: (
+      ids: ReadonlyArray<Ids.PaymentId>,
+      now: DateTime.Utc
+    ) => Effect.Effect<ReadonlyArray<StoredPayment>>
+    /**
+     * Writes the new status of payments whose only change is their status (a batch expiry), one statement per
+     * status; only rows still `pending` are changed. Returns the ids changed.
+     */
+    readonly saveStatuses: (
+      payments: ReadonlyArray<Payment.Payment>,
+      now: DateTime.Utc
+    ) => Effect.Effect<ReadonlyArray<Ids.PaymentId>>
   }
 >()("@kassa/server/payments/PaymentRepository") {
   static readonly layer = Layer.effect(
@@ -348,7 +406,6 @@ export class PaymentRepository extends Context.Service<
             sql`application_id = ${scope.applicationId}`,
             sql`mode = ${scope.mode}`
           ]
-          if (query.status !== undefined) clauses.push(sql`status = ${query.status}`)
           if (query.order_reference !== undefined) clauses.push(sql`order_reference = ${query.order_reference}`)
           if (query.starting_after !== undefined) {
             const cursor = yield* sql`
@@ -360,40 +417,48 @@ export class PaymentRepository extends Context.Service<
             // Newest first: everything strictly older than the cursor in (created_at, seq) order.
             clauses.push(sql`(created_at, seq) < (${row.created_at as Date}, ${row.seq as bigint})`)
           }
-          const rows = yield* sql`
-            SELECT ${withRefundList} FROM payments WHERE ${sql.and(clauses)}
-            ORDER BY created_at DESC, seq DESC
-            LIMIT ${query.limit + 1}
-          `.pipe(Effect.orDie)
+          const branches = statusBranches(sql, query.status, yield* DateTime.now)
+          const rows = yield* newestFirst(sql, withRefundList, clauses, branches, query.limit + 1).pipe(Effect.orDie)
           const payments = yield* withRefunds(rows.slice(0, query.limit)).pipe(Effect.orDie)
           return { payments, hasMore: rows.length > query.limit }
         })
 
-      const lockDue = (options: {
-        readonly now: DateTime.Utc
-        readonly limit: number
-        readonly scope?: Scope | undefined
-      }) =>
-        (options.scope === undefined
-          ? sql`
-              SELECT id FROM payments
-              WHERE status = 'pending' AND expires_at <= ${toDate(options.now)}
-              ORDER BY expires_at
-              LIMIT ${options.limit}
-              FOR UPDATE SKIP LOCKED
-            `
+      const lockDue = (options: { readonly now: DateTime.Utc; readonly limit: number }) =>
+        // payments_pending_expiry (expires_at) WHERE status = 'pending': the due rows are the index's first entries.
+        sql`
+          SELECT * FROM payments
+          WHERE status = 'pending' AND expires_at <= ${toDate(options.now)}
+          ORDER BY expires_at
+          LIMIT ${options.limit}
+          FOR UPDATE SKIP LOCKED
+        `.pipe(Effect.flatMap(withRefunds), Effect.orDie)
+
+      const lockDueAmong = (ids: ReadonlyArray<Ids.PaymentId>, now: DateTime.Utc) =>
+        ids.length === 0
+          ? Effect.succeed([])
           : sql`
-              SELECT id FROM payments
-              WHERE application_id = ${options.scope.applicationId} AND mode = ${options.scope.mode}
-                AND status = 'pending' AND expires_at <= ${toDate(options.now)}
+              SELECT * FROM payments
+              WHERE ${sql.in("id", ids)} AND status = 'pending' AND expires_at <= ${toDate(now)}
               ORDER BY id
-              LIMIT ${options.limit}
               FOR UPDATE
+            `.pipe(Effect.flatMap(withRefunds), Effect.orDie)
+
+      const saveStatuses = (payments: ReadonlyArray<Payment.Payment>, now: DateTime.Utc) =>
+        Effect.gen(function* () {
+          const byStatus = new Map<Payment.PaymentStatus, Array<Ids.PaymentId>>()
+          for (const payment of payments)
+            byStatus.set(payment.status, [...(byStatus.get(payment.status) ?? []), payment.id])
+          const changed: Array<Ids.PaymentId> = []
+          for (const [status, ids] of byStatus) {
+            const rows = yield* sql`
+              UPDATE payments SET status = ${status}, updated_at = ${toDate(now)}
+              WHERE ${sql.in("id", ids)} AND status = 'pending'
+              RETURNING id
             `
-        ).pipe(
-          Effect.map((rows) => rows.map((row) => Ids.PaymentId.make(String(row.id)))),
-          Effect.orDie
-        )
+            for (const row of rows) changed.push(Ids.PaymentId.make(String(row.id)))
+          }
+          return changed
+        }).pipe(Effect.orDie)
 
       return PaymentRepository.of({
         find,
@@ -405,7 +470,9 @@ export class PaymentRepository extends Context.Service<
         findByIdempotencyKey,
         findRefundByIdempotencyKey,
         list,
-        lockDue
+        lockDue,
+        lockDueAmong,
+        saveStatuses
       })
     })
   )

@@ -6,7 +6,8 @@
  * - Writers take the payment's row lock with NOWAIT: a payment another request is changing answers 409
  *   `payment_busy` at once, and two refunds can never both see the same refundable amount.
  * - Lazy expiry: every reader and writer passes the payment through `PaymentStateMachine.observe` first, so a
- *   pending payment past `expires_at` is expired (and its event written, committed) before anything is answered.
+ *   pending payment past `expires_at` is expired (and its event written, committed) before anything is answered. A
+ *   list expires only the rows it shows (`expireShown`); the sweeper expires the rest set-based (`expireDue`).
  * - A business refusal after a lazy expiry still commits the expiry: the transaction returns the refusal as a
  *   `Result` and it is raised only after the commit.
  */
@@ -122,13 +123,16 @@ export class Payments extends Context.Service<
       method?: string
     ) => Effect.Effect<Payment.Payment, ApiError.NotFound | ApiError.PaymentNotPending | ApiError.PaymentBusy>
     /**
-     * Expires pending payments past `expires_at`, in batches of `batchSize`, each batch its own transaction; returns
-     * how many. Without a scope (the sweeper) rows other requests hold are left for the next round.
+     * The sweeper's work: expires every pending payment past `expires_at`, set-based, in batches of `batchSize`
+     * (500), each batch one transaction with its events and deliveries; returns how many. Rows other transactions
+     * hold are skipped (`SKIP LOCKED`) and left to them or to the next round.
      */
-    readonly expireDue: (options?: {
-      readonly scope?: Scope | undefined
-      readonly batchSize?: number | undefined
-    }) => Effect.Effect<number>
+    readonly expireDue: (options?: { readonly batchSize?: number | undefined }) => Effect.Effect<number>
+    /**
+     * A reader's lazy expiry of the payments it is about to show: those of `ids` still pending past their expiry are
+     * expired now (one transaction, with their events); answers the payments as fetch now returns them.
+     */
+    readonly expireShown: (ids: ReadonlyArray<Ids.PaymentId>) => Effect.Effect<ReadonlyArray<Payment.Payment>>
   }
 >()("@kassa/server/payments/Payments") {
   static readonly layer = Layer.effect(
@@ -363,17 +367,48 @@ export class Payments extends Context.Service<
 
       const retrieve = (scope: Scope, id: Ids.PaymentId) => readOrNotFound(id, scope)
 
+      /**
+       * Expires locked due payments as one set: `PaymentStateMachine.expireDue` decides, one UPDATE writes the
+       * statuses, two INSERTs their events and deliveries — the same rows the per-payment path writes. The events
+       * carry the payment as fetch returns it afterwards: only the status differs from the row just locked.
+       */
+      const expireLocked = (locked: ReadonlyArray<StoredPayment>, now: DateTime.Utc) =>
+        Effect.gen(function* () {
+          const transitions = PaymentStateMachine.expireDue(
+            locked.map((stored) => stored.payment),
+            now
+          )
+          if (transitions.length === 0) return 0
+          const changed = new Set<string>(
+            yield* repo.saveStatuses(
+              transitions.map((transition) => transition.payment),
+              now
+            )
+          )
+          const owners = new Map(locked.map((stored) => [stored.payment.id as string, stored.applicationId]))
+          yield* outbox.recordMany(
+            transitions.flatMap((transition) => {
+              const applicationId = owners.get(transition.payment.id)
+              return applicationId === undefined || !changed.has(transition.payment.id)
+                ? []
+                : [{ applicationId, payment: transition.payment, events: transition.events }]
+            }),
+            now
+          )
+          return changed.size
+        })
+
       const expireDue = Effect.fn("Payments.expireDue")(
-        function* (options: { readonly scope?: Scope | undefined; readonly batchSize?: number | undefined }) {
-          const limit = options.batchSize ?? 100
+        function* (options: { readonly batchSize?: number | undefined }) {
+          const limit = options.batchSize ?? 500
           let total = 0
           while (true) {
             const now = yield* DateTime.now
             const count = yield* sql.withTransaction(
               Effect.gen(function* () {
-                const ids = yield* repo.lockDue({ now, limit, scope: options.scope })
-                for (const stored of yield* repo.findMany(ids)) yield* observe(stored, now)
-                return ids.length
+                const locked = yield* repo.lockDue({ now, limit })
+                yield* expireLocked(locked, now)
+                return locked.length
               })
             )
             total += count
@@ -383,9 +418,24 @@ export class Payments extends Context.Service<
         Effect.catchTag("SqlError", Effect.die)
       )
 
+      const expireShown = Effect.fn("Payments.expireShown")(
+        function* (ids: ReadonlyArray<Ids.PaymentId>) {
+          if (ids.length === 0) return []
+          const now = yield* DateTime.now
+          yield* sql.withTransaction(
+            Effect.gen(function* () {
+              yield* expireLocked(yield* repo.lockDueAmong(ids, now), now)
+            })
+          )
+          // Read again: a row another transaction changed meanwhile (paid, expired) is shown as it now is.
+          return (yield* repo.findMany(ids)).map((stored) => stored.payment)
+        },
+        Effect.catchTag("SqlError", Effect.die)
+      )
+
       const list = Effect.fn("Payments.list")(function* (scope: Scope, query: ListQuery) {
-        // Expire what is due first, so neither the page nor a `status` filter sees a pending payment past expiry.
-        yield* expireDue({ scope })
+        // Nothing is expired up front: the page is read (a `status=expired` filter also finds the due rows still
+        // pending), then only the rows it shows that are due are expired, before answering.
         const page = yield* repo.list(scope, query).pipe(
           Effect.catchTag("CursorNotFound", () =>
             Effect.fail(
@@ -395,14 +445,14 @@ export class Payments extends Context.Service<
             )
           )
         )
-        // A payment can reach its expiry between that pass and the page read.
         const now = yield* DateTime.now
-        const data = yield* Effect.forEach(page.payments, ({ payment }) =>
-          PaymentStateMachine.isDue(payment, now)
-            ? read(payment.id, scope).pipe(Effect.map(Option.getOrElse(() => payment)))
-            : Effect.succeed(payment)
+        const due = page.payments.filter(({ payment }) => PaymentStateMachine.isDue(payment, now))
+        const fresh = new Map(
+          (yield* expireShown(due.map(({ payment }) => payment.id))).map((payment) => [payment.id as string, payment])
         )
+        const data = page.payments.map(({ payment }) => fresh.get(payment.id) ?? payment)
         return {
+          // A pending row found past its expiry is expired now, so a `pending` page leaves it out.
           data: query.status === undefined ? data : data.filter((payment) => payment.status === query.status),
           has_more: page.hasMore
         }
@@ -512,7 +562,8 @@ export class Payments extends Context.Service<
         simulate,
         checkout,
         settle,
-        expireDue: (options) => expireDue(options ?? {})
+        expireDue: (options) => expireDue(options ?? {}),
+        expireShown
       })
     })
   )

@@ -390,7 +390,7 @@ export class DeliveryRepository extends Context.Service<
       // One statement, so one snapshot: a delivery's status and its attempts always agree. Read by two statements, a
       // manual success committing between them showed its attempt beside the status from before it.
       const selectViews = sql`
-        SELECT d.id, d.event_id, e.event, e.payment_id, e.mode, d.status, d.next_attempt_at, d.created_at,
+        SELECT d.id, d.event_id, e.event, e.payment_id, d.mode, d.status, d.next_attempt_at, d.created_at,
           coalesce(
             (SELECT json_agg(a ORDER BY a.number) FROM delivery_attempts a WHERE a.delivery_id = d.id), '[]'::json
           ) AS attempts
@@ -416,7 +416,8 @@ export class DeliveryRepository extends Context.Service<
           query.status === undefined ? sql`` : sql`AND d.status = ${query.status}`,
           query.event === undefined ? sql`` : sql`AND e.event = ${query.event}`,
           query.paymentId === undefined ? sql`` : sql`AND e.payment_id = ${query.paymentId}`,
-          query.mode === undefined ? sql`` : sql`AND e.mode = ${query.mode}`
+          // deliveries.mode (0004): the filter walks deliveries_application_mode, not every event.
+          query.mode === undefined ? sql`` : sql`AND d.mode = ${query.mode}`
         ]
         const rows = yield* sql`
           ${selectViews}
