@@ -58,7 +58,11 @@ describe.concurrent("kassa admin apps", () => {
     const created = ok<{ application: Application; webhook_secret: string }>(
       await kassa(["admin", "apps", "create", "--name", "CLI shop", "--methods", "card,ideal", "--json"], { env })
     )
-    expect(created.application).toMatchObject({ name: "CLI shop", status: "pending_review" })
+    expect(created.application).toMatchObject({
+      name: "CLI shop",
+      status: "pending_review",
+      methods: ["card", "ideal"]
+    })
     expect(created.webhook_secret).toMatch(/^whsec_/)
 
     const table = await kassa(["admin", "apps", "create", "--name", "Table shop", "--status", "active"], { env })
@@ -68,11 +72,9 @@ describe.concurrent("kassa admin apps", () => {
     expect(table.stdout).toMatch(/Webhook secret\s+whsec_/)
   })
 
-  it("apps list and show: --json and the table, with the methods it was created with", async () => {
-    const created = ok<{ application: Application }>(
-      await kassa(["admin", "apps", "create", "--name", "Listed shop", "--methods", "card,ideal", "--json"], { env })
-    )
-    const id = created.application.id
+  it("apps list and show: --json and the table, with the application's methods", async () => {
+    const { application } = await server.createApplication({ name: "Listed shop", methods: ["card", "ideal"] })
+    const id = application.id
 
     const listed = ok<{ data: Array<Application> }>(await kassa(["admin", "apps", "list", "--json"], { env }))
     expect(listed.data.map((app) => app.id)).toContain(id)

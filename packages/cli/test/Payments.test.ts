@@ -21,18 +21,27 @@ describe.each(databases)("against the server on %s", (database) => {
   })
   afterAll(() => server.close())
 
+  /** A pending payment, made through the API: setup for the commands under test (`create` has its own tests). */
   const create = async (orderReference: string, amount = 1250) => {
-    const result = await kassa(
-      ["payments", "create", "--amount", String(amount), "--order-reference", orderReference, "--json"],
-      { env }
-    )
-    expect(result.code, result.stderr).toBe(0)
-    return json<KassaPayment>(result)
+    const created = await server.request("/api/v1/payments", {
+      method: "POST",
+      key: app.testKey,
+      body: { amount, order_reference: orderReference }
+    })
+    expect(created.status, created.text).toBe(201)
+    return created.body as KassaPayment
   }
 
   describe.concurrent("kassa payments", () => {
     it("create: --json prints the payment; the table shows its id, status and amount", async () => {
-      const payment = await create("cli-create-1")
+      const result = await kassa(
+        ["payments", "create", "--amount", "1250", "--order-reference", "cli-create-1", "--json"],
+        {
+          env
+        }
+      )
+      expect(result.code, result.stderr).toBe(0)
+      const payment = json<KassaPayment>(result)
       expect(payment).toMatchObject({ status: "pending", amount: 1250, order_reference: "cli-create-1", mode: "test" })
       expect(payment.id).toMatch(/^[0-9a-f-]{36}$/)
       const withMetadata = await kassa(

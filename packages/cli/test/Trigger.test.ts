@@ -83,7 +83,19 @@ describe.concurrent("kassa trigger", () => {
   })
 
   it("an event the payment cannot reach is exit 1; an unknown event is exit 2", async () => {
-    const cancelled = json<Triggered>(await kassa(["trigger", "payment.cancelled", "--json"], { env }))
+    // A cancelled payment, made through the API (trigger payment.cancelled has its own test).
+    const created = await server.request("/api/v1/payments", {
+      method: "POST",
+      key: app.testKey,
+      body: { amount: 1000, order_reference: "cli-trigger-cancelled" }
+    })
+    expect(created.status, created.text).toBe(201)
+    const cancelled = { payment: created.body as KassaPayment }
+    const cancel = await server.request(`/api/v1/payments/${cancelled.payment.id}/cancel`, {
+      method: "POST",
+      key: app.testKey
+    })
+    expect(cancel.status, cancel.text).toBe(200)
     const notPending = await kassa(["trigger", "payment.paid", "--payment", cancelled.payment.id, "--json"], { env })
     expect(notPending.code).toBe(1)
     expect(json<{ error: { code: string } }>(notPending).error.code).toBe("payment_not_pending")
