@@ -243,6 +243,21 @@ describe("expiry and cancel ask the provider first (decisions §10)", () => {
     assert.deepStrictEqual(decision.settlement.payment, payment)
   })
 
+  it("the provider's expired event applied while a cancel is recorded → cancelled, and the cancel then succeeds", () => {
+    const payment = pending()
+    const early = ProviderSettlement.apply(payment, expired, { ...context, closing: "cancel" })
+    assert.strictEqual(early.payment.status, "cancelled")
+    assert.deepStrictEqual(early.events, ["payment.cancelled"])
+    const decision = ProviderSettlement.decideClose(early.payment, "cancel", expired, context)
+    assert.isNull(decision.error)
+    assert.deepStrictEqual(decision.settlement.events, [])
+  })
+
+  it("without a recorded cancel the same event is Stripe's own expiry → expired", () => {
+    const settlement = ProviderSettlement.apply(pending(), expired, { ...context, closing: "expire" })
+    assert.strictEqual(settlement.payment.status, "expired")
+  })
+
   it("cancel of a payment that is not pending answers rule 1's error without a change", () => {
     const paid = paidPayment({ mode: "live" })
     const decision = ProviderSettlement.decideClose(paid, "cancel", expired, context)
@@ -448,7 +463,7 @@ describe("properties", () => {
     )
   })
 
-  it("a cancel either cancels or answers an error, and an error never comes with a cancelled payment", () => {
+  it("a cancel succeeds only with a cancelled payment, and never answers an error for a payment it cancelled", () => {
     fc.assert(
       fc.property(
         anything,
@@ -458,8 +473,56 @@ describe("properties", () => {
         }),
         ([payment], answer) => {
           const decision = ProviderSettlement.decideClose(payment, "cancel", answer, context)
-          const cancelled = decision.settlement.payment.status === "cancelled" && payment.status !== "cancelled"
-          assert.strictEqual(cancelled, decision.error === null)
+          const cancelledNow = decision.settlement.payment.status === "cancelled" && payment.status !== "cancelled"
+          if (cancelledNow) assert.isNull(decision.error)
+          // Success only when the payment is cancelled (now, or by this close's own expired event applied first).
+          if (decision.error === null) assert.strictEqual(decision.settlement.payment.status, "cancelled")
+        }
+      )
+    )
+  })
+})
+
+describe("the race 'customer pays while the merchant cancels (or expiry runs)'", () => {
+  it("ends in exactly one outcome, the provider's, with exactly one event, whatever order Kassa hears things in", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom<ProviderSettlement.ClosePurpose>("cancel", "expire"),
+        // Which side reached the provider first: the expire call, or the customer's payment.
+        fc.constantFrom("expired first", "paid first"),
+        // When the close answer is applied among the webhook answers Kassa also receives.
+        fc.nat(4),
+        fc.array(fc.constantFrom(open, paidAnswer, expired), { maxLength: 4 }),
+        (purpose, winner, position, noise) => {
+          const truth = winner === "expired first" ? expired : paidAnswer
+          // Webhook answers are snapshots of the provider's one history: open, then the winner; never the loser.
+          const webhooks = noise.map((answer) => (answer === open ? open : truth))
+          let payment = pendingPayment({ mode: "live" })
+          const events: Array<string> = []
+          const steps = [...webhooks]
+          steps.splice(Math.min(position, steps.length), 0, "close" as never)
+          let answered: string | null = null
+          for (const step of steps as Array<ProviderAnswer | "close">) {
+            let settlement: ProviderSettlement.Settlement
+            if (step === "close") {
+              const decision = ProviderSettlement.decideClose(
+                payment,
+                purpose,
+                truth as ProviderSettlement.CloseAnswer,
+                context
+              )
+              settlement = decision.settlement
+              answered = decision.error === null ? "ok" : decision.error._tag
+            } else settlement = ProviderSettlement.apply(payment, step, { ...context, closing: purpose })
+            events.push(...settlement.events)
+            payment = settlement.payment
+          }
+          const closed = purpose === "cancel" ? "cancelled" : "expired"
+          assert.strictEqual(payment.status, winner === "expired first" ? closed : "paid")
+          assert.deepStrictEqual(events, [`payment.${payment.status}`])
+          // What the caller answers: the close succeeded when the provider expired first; a cancel that lost is a 409.
+          const expectedAnswer = winner === "expired first" || purpose === "expire" ? "ok" : "PaymentNotCancellable"
+          assert.strictEqual(answered, expectedAnswer)
         }
       )
     )

@@ -76,6 +76,21 @@ const fromTransition = (transition: PaymentStateMachine.Transition): Settlement 
   askAgain: false
 })
 
+/** Why Kassa closes a pending live payment at the provider. */
+export type ClosePurpose = "cancel" | "expire"
+
+/**
+ * What the caller knows besides the answer: the time, the checkout visit Kassa recorded for `payer` (null when the
+ * customer never came through Kassa's checkout URL), and the close Kassa has asked the provider for, if any. Kassa
+ * records that request on the payment before calling the provider, so that the provider's `expired` event, which
+ * may arrive before the close call's own answer, still ends a cancel as `cancelled`, not `expired`.
+ */
+export interface SettlementContext {
+  readonly now: DateTime.Utc
+  readonly visit: CheckoutVisit | null
+  readonly closing?: ClosePurpose | null | undefined
+}
+
 const paidStatuses: ReadonlySet<PaymentStatus> = new Set(["paid", "partially_refunded", "refunded"])
 
 /**
@@ -102,11 +117,7 @@ const settleOrStay = (
   })
 
 /** §10's table for a checkout: complete+paid → paid, complete+unpaid → pending, failed → failed, expired → expired. */
-const applyCheckout = (
-  payment: Payment,
-  state: CheckoutState,
-  context: { readonly now: DateTime.Utc; readonly visit: CheckoutVisit | null }
-): Settlement => {
+const applyCheckout = (payment: Payment, state: CheckoutState, context: SettlementContext): Settlement => {
   if (payment.status === "pending") {
     switch (state._tag) {
       case "Open":
@@ -117,7 +128,12 @@ const applyCheckout = (
       case "Failed":
         return settleOrStay(payment, "failed", { now: context.now })
       case "Expired":
-        return settleOrStay(payment, "expired", { now: context.now })
+        return context.closing === "cancel"
+          ? Result.match(PaymentStateMachine.cancel(payment), {
+              onFailure: () => unchanged(payment),
+              onSuccess: fromTransition
+            })
+          : settleOrStay(payment, "expired", { now: context.now })
     }
   }
   if (paidStatuses.has(payment.status)) {
@@ -256,11 +272,7 @@ const applyRefund = (payment: Payment, answer: RefundState, now: DateTime.Utc): 
  * checkout visit Kassa recorded for `payer` (null when the customer never came through Kassa's checkout URL).
  * No answer changes nothing and asks to be read again; it is never a failure.
  */
-export const apply = (
-  payment: Payment,
-  answer: ProviderAnswer,
-  context: { readonly now: DateTime.Utc; readonly visit: CheckoutVisit | null }
-): Settlement => {
+export const apply = (payment: Payment, answer: ProviderAnswer, context: SettlementContext): Settlement => {
   switch (answer._tag) {
     case "NoAnswer":
       return unchanged(payment, true)
@@ -270,9 +282,6 @@ export const apply = (
       return applyRefund(payment, answer.refund, context.now)
   }
 }
-
-/** Why Kassa closes a pending live payment at the provider. */
-export type ClosePurpose = "cancel" | "expire"
 
 /**
  * A close request's outcome: the settlement to store (possibly unchanged), and for cancel the error to answer
@@ -295,14 +304,20 @@ const notCancellable = (status: PaymentStatus, why: string) =>
  * - still open, completed but unpaid (a delayed method in flight), or no answer → the payment is unchanged; cancel
  *   answers 502 `provider_error` (409 `payment_not_cancellable` with `pending` for an unpaid completed checkout:
  *   the money may still arrive, so asking again cannot help), expiry asks again later.
- * A payment that is not pending is not Kassa's to close: cancel answers rule 1's error, expiry does nothing.
+ * A payment that is not pending is not Kassa's to close: cancel answers rule 1's error, expiry does nothing — except
+ * one this very close already closed (its `expired` event was applied first), which is this close's success.
  */
 export const decideClose = (
   payment: Payment,
   purpose: ClosePurpose,
   answer: CloseAnswer,
-  context: { readonly now: DateTime.Utc; readonly visit: CheckoutVisit | null }
+  context: SettlementContext
 ): CloseDecision => {
+  const closedAs: PaymentStatus = purpose === "cancel" ? "cancelled" : "expired"
+  if (payment.status === closedAs && answer._tag === "Checkout" && answer.state._tag === "Expired") {
+    // The provider's `expired` event, applied with this close recorded, got there first: this close succeeded.
+    return { settlement: unchanged(payment), error: null }
+  }
   if (payment.status !== "pending") {
     return {
       settlement: unchanged(payment),
