@@ -476,11 +476,15 @@ describe("events (https://docs.stripe.com/webhooks)", () => {
     expect(arrived.map((event) => event.type)).toEqual(["checkout.session.expired", "checkout.session.completed"])
   })
 
-  it("a delayed event arrives after a later one", async () => {
-    fake.eventFault({ delayMs: 300, type: "checkout.session.completed" })
+  it("a delayed event still arrives, once (its order is asserted with hold/release, which does not depend on speed)", async () => {
+    fake.eventFault({ delayMs: 200, type: "checkout.session.completed" })
     await twoEvents()
     const arrived = await received(2)
-    expect(arrived.map((event) => event.type)).toEqual(["checkout.session.expired", "checkout.session.completed"])
+    expect(arrived.map((event) => event.type).sort()).toEqual([
+      "checkout.session.completed",
+      "checkout.session.expired"
+    ])
+    expect(fake.deliveries.filter((delivery) => delivery.type === "checkout.session.completed")).toHaveLength(1)
   })
 
   it("an event carries the snapshot of its object, the request that caused it and the pinned API version", async () => {
