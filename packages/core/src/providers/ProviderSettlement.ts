@@ -24,6 +24,8 @@ import {
 } from "./ProviderAnswer.ts"
 
 export * from "./ProviderAnswer.ts"
+/** When to read the provider again (decisions §10, "Lost events"). */
+export * as Schedule from "./ProviderSchedule.ts"
 
 /**
  * Where the provider and Kassa disagree in a way Kassa must not settle on its own: the operator's discrepancy page
