@@ -17,6 +17,9 @@ import { SqlClient, type Statement } from "effect/sql"
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
+  // Index builds and the backfill grow with the tables; the connections' statement timeout (30 s) bounds requests,
+  // not this one upgrade (the migrator runs it in one transaction, so LOCAL ends with it).
+  yield* sql`SET LOCAL statement_timeout = 0`
   yield* sql`CREATE INDEX payments_status ON payments (application_id, mode, status, created_at DESC, seq DESC)`
   yield* sql`CREATE INDEX payments_status_newest ON payments (status, created_at DESC, seq DESC)`
   // Statistics taken before a burst of pending payments make the planner read the `pending` filter from the small
