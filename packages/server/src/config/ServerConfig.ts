@@ -28,6 +28,8 @@ export interface ServerSettings {
   readonly keepAliveTimeout: Duration.Duration
   /** PostgreSQL's `statement_timeout` and `idle_in_transaction_session_timeout` for the server's connections. */
   readonly databaseStatementTimeout: Duration.Duration
+  /** Where the Stripe SDK sends its requests (protocol, host and port only): Stripe, or a fake in tests. */
+  readonly stripeApiUrl: string
 }
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
@@ -59,11 +61,13 @@ export const settings: Config.Config<ServerSettings> = Config.all({
   keepAliveTimeout: Config.Duration("KASSA_KEEP_ALIVE_TIMEOUT").pipe(Config.withDefault(Duration.seconds(65))),
   databaseStatementTimeout: Config.Duration("KASSA_DATABASE_STATEMENT_TIMEOUT").pipe(
     Config.withDefault(Duration.seconds(30))
-  )
+  ),
+  stripeApiUrl: Config.NonEmptyString("KASSA_STRIPE_API_URL").pipe(Config.withDefault("https://api.stripe.com"))
 }).pipe(
   Config.map(
     ({ baseUrl, ...rest }): ServerSettings => ({
       ...rest,
+      stripeApiUrl: trimSlash(rest.stripeApiUrl),
       baseUrl: Option.match(baseUrl, {
         onNone: () => `http://localhost:${rest.port}`,
         onSome: (url) => trimSlash(url.toString())
@@ -93,6 +97,23 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
   const base = URL.parse(loaded.baseUrl)
   if (base === null || (base.protocol !== "http:" && base.protocol !== "https:") || base.hostname === "") {
     found.push(`KASSA_BASE_URL must be an absolute http:// or https:// address (got ${JSON.stringify(loaded.baseUrl)})`)
+  }
+  // The Stripe SDK takes a protocol, a host and a port: a path or query would be dropped without a word, and the
+  // secret key must not travel in clear text to a real Stripe.
+  const stripe = URL.parse(loaded.stripeApiUrl)
+  if (
+    stripe === null ||
+    (stripe.protocol !== "http:" && stripe.protocol !== "https:") ||
+    stripe.hostname === "" ||
+    stripe.pathname !== "/" ||
+    stripe.search !== "" ||
+    stripe.username !== ""
+  ) {
+    found.push(
+      `KASSA_STRIPE_API_URL must be an https:// address with no path, such as https://api.stripe.com (got ${JSON.stringify(loaded.stripeApiUrl)})`
+    )
+  } else if (loaded.environment === "production" && stripe.protocol !== "https:") {
+    found.push("KASSA_STRIPE_API_URL must be https:// in production: the Stripe secret key travels with every call")
   }
   if (loaded.environment === "production") {
     for (const [name, value] of [
@@ -161,6 +182,7 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       requestReceiveTimeout: Duration.seconds(30),
       keepAliveTimeout: Duration.seconds(65),
       databaseStatementTimeout: Duration.seconds(30),
+      stripeApiUrl: "https://api.stripe.com",
       ...overrides
     })
 }

@@ -493,6 +493,28 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
     }
   }
 
+  /**
+   * `expand[]=payment_intent` replaces the session's PaymentIntent id by the object
+   * (https://docs.stripe.com/expand; https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-payment_intent
+   * is expandable). Other expansions are refused, so a caller relying on one the fake lacks learns it.
+   */
+  const expanded = (account: string, session: JsonObject, params: JsonObject): JsonObject => {
+    const expand = params.expand
+    if (expand === undefined) return session
+    const fields = Array.isArray(expand) ? expand.map(String) : [String(expand)]
+    for (const field of fields) {
+      if (field !== "payment_intent") {
+        throw invalidRequest(`This property cannot be expanded (${field}).`, { param: "expand" })
+      }
+    }
+    const intentId = session.payment_intent
+    if (typeof intentId !== "string") return session
+    const intent = paymentIntents.get(intentId)
+    return intent === undefined || intent.account !== account
+      ? session
+      : { ...session, payment_intent: clone(intent.object) }
+  }
+
   /** The session as the API shows it (without the fake's private keys). */
   const view = (session: JsonObject): JsonObject =>
     Object.fromEntries(Object.entries(session).filter(([key]) => !key.startsWith("~")))
@@ -760,14 +782,25 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
       // https://docs.stripe.com/api/checkout/sessions/retrieve
       method: "GET",
       path: /^\/v1\/checkout\/sessions\/([^/]+)$/,
+      run: (account, params, match) =>
+        expanded(
+          account.id,
+          view(find(sessions, match[1] ?? "", account.id, "checkout.session", "session").object),
+          params
+        )
+    },
+    {
+      // https://docs.stripe.com/api/payment_intents/retrieve
+      method: "GET",
+      path: /^\/v1\/payment_intents\/([^/]+)$/,
       run: (account, _params, match) =>
-        view(find(sessions, match[1] ?? "", account.id, "checkout.session", "session").object)
+        clone(find(paymentIntents, match[1] ?? "", account.id, "payment_intent", "intent").object)
     },
     {
       // https://docs.stripe.com/api/checkout/sessions/expire: only an `open` session can be expired; otherwise an error.
       method: "POST",
       path: /^\/v1\/checkout\/sessions\/([^/]+)\/expire$/,
-      run: (account, _params, match, request) => {
+      run: (account, params, match, request) => {
         const stored = find(sessions, match[1] ?? "", account.id, "checkout.session", "session")
         if (stored.object.status !== "open") {
           throw invalidRequest(
@@ -777,7 +810,7 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
           )
         }
         expireSession(stored, request)
-        return view(stored.object)
+        return expanded(account.id, view(stored.object), params)
       }
     },
     {

@@ -1,0 +1,184 @@
+/**
+ * The connector boundary, server side (issue 12 §1, decisions §10): what Kassa asks a payment provider, in the core's
+ * provider-neutral vocabulary (`ProviderSettlement`). Stripe is the first implementation (StripeConnector); a second
+ * provider (Mollie) is one more layer of this service.
+ *
+ * Three outcomes, never mixed up:
+ * - an answer (a checkout, a refund, an account…);
+ * - `NoAnswer` (timeout, 5xx, 429, connection refused): money may have moved, so the caller keeps its state and asks
+ *   again; it is a success value, so no caller can let it fall into a generic failure path by accident;
+ * - `ProviderRefused` (4xx): the provider read the request and said no; `field` names the part of Kassa's input it
+ *   refused (`secret_key` for a key it does not accept).
+ */
+import type { Ids, ProviderSettlement } from "@kassa/core"
+import { Context, type DateTime, type Effect, type Redacted, Schema } from "effect"
+
+export const ProviderName = Schema.Literals(["stripe"])
+export type ProviderName = typeof ProviderName.Type
+
+/** A provider link's id (`provider_links.id`): it is in the webhook URL the provider posts to. */
+export const ProviderLinkId = Schema.String.check(
+  Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { expected: "a lower-case UUID" })
+).pipe(Schema.brand("ProviderLinkId"))
+export type ProviderLinkId = typeof ProviderLinkId.Type
+
+/** The provider did not answer (its own outcome; see the module comment). */
+export type NoAnswer = Extract<ProviderSettlement.ProviderAnswer, { readonly _tag: "NoAnswer" }>
+export const noAnswer = (reason: ProviderSettlement.NoAnswerReason): NoAnswer => ({ _tag: "NoAnswer", reason })
+
+/** The provider read the request and refused it (a 4xx). Never retried with the same input. */
+export class ProviderRefused extends Schema.TaggedError<ProviderRefused>()("ProviderRefused", {
+  /** The provider's message, safe to show an operator (it never contains the whole key). */
+  message: Schema.String,
+  /** Which part of Kassa's input was refused (`secret_key` for a key the provider does not accept), if known. */
+  field: Schema.NullOr(Schema.String),
+  /** The provider's own code (`resource_missing`, …) and HTTP status. */
+  code: Schema.NullOr(Schema.String),
+  status: Schema.Number
+}) {}
+
+/** An event's signature did not verify (wrong secret, tampered body, older than the tolerance): answered 400. */
+export class EventRejected extends Schema.TaggedError<EventRejected>()("EventRejected", {
+  message: Schema.String
+}) {}
+
+/**
+ * A link as the connector needs it: its id (one client per link) and its secrets, opened only when needed (a client
+ * is made once per link; the endpoint secret only when an event arrives).
+ */
+export interface LinkAccess {
+  readonly id: ProviderLinkId
+  readonly secretKey: Effect.Effect<Redacted.Redacted<string>>
+  readonly endpointSecret: Effect.Effect<Redacted.Redacted<string>>
+}
+
+/** The account a key belongs to. `livemode` false for test keys (operators rehearse with test cards). */
+export interface VerifiedAccount {
+  readonly _tag: "Account"
+  readonly accountId: string
+  readonly livemode: boolean
+}
+
+export interface RegisteredWebhook {
+  readonly _tag: "Webhook"
+  readonly endpointId: string
+  /** Shown by the provider only at creation: stored encrypted at once. */
+  readonly secret: Redacted.Redacted<string>
+  readonly livemode: boolean
+}
+
+/** What Kassa sends to open a checkout (decisions §10, "Create with a live key"). */
+export interface OpenRequest {
+  readonly paymentId: Ids.PaymentId
+  readonly amount: number
+  readonly currency: string
+  readonly method: string
+  /** `description`, else `order_reference`. */
+  readonly name: string
+  readonly locale: string
+  readonly customerEmail: string | null
+  /** `{base_url}/checkout/{id}/return`. */
+  readonly returnUrl: string
+  /** Clamped by the caller to the provider's window. */
+  readonly expiresAt: DateTime.Utc
+  /** Derived from the merchant's Idempotency-Key, or from the payment id. */
+  readonly idempotencyKey: string
+}
+
+export interface OpenedCheckout {
+  readonly _tag: "Opened"
+  readonly sessionId: string
+  readonly url: string
+  readonly expiresAt: DateTime.Utc
+}
+
+/** A checkout read now, with the provider's payment id once there is one (refunds need it). */
+export interface CheckoutReading {
+  readonly _tag: "Checkout"
+  readonly state: ProviderSettlement.CheckoutState
+  readonly paymentIntentId: string | null
+}
+
+export interface RefundRequest {
+  readonly refundId: Ids.RefundId
+  readonly paymentIntentId: string
+  readonly amount: number
+}
+
+/** A refund read now; `refund.refund_id` is Kassa's id from the provider's metadata, else `unknownAs`. */
+export interface RefundReading {
+  readonly _tag: "Refund"
+  readonly refund: ProviderSettlement.RefundState
+  /** Whether the provider's refund carried Kassa's id (false: made in the provider's own dashboard). */
+  readonly kassaMade: boolean
+}
+
+/** What a verified provider event is about: a hint; Kassa reads the object again before applying anything. */
+export type EventSubject =
+  | { readonly _tag: "Checkout"; readonly sessionId: string }
+  | { readonly _tag: "Refund"; readonly providerRefundId: string }
+  | {
+      readonly _tag: "Charge"
+      readonly paymentIntentId: string | null
+      readonly providerRefundIds: ReadonlyArray<string>
+    }
+  | { readonly _tag: "Other" }
+
+export interface ProviderEvent {
+  readonly id: string
+  readonly type: string
+  readonly livemode: boolean
+  readonly subject: EventSubject
+}
+
+export class ProviderConnector extends Context.Service<
+  ProviderConnector,
+  {
+    readonly provider: ProviderName
+    /** Which account the key opens (`GET /v1/account`). */
+    readonly verifyLink: (
+      secretKey: Redacted.Redacted<string>
+    ) => Effect.Effect<VerifiedAccount | NoAnswer, ProviderRefused>
+    /** Creates the endpoint the provider posts events to, subscribed to §10's events. */
+    readonly registerWebhook: (
+      link: LinkAccess,
+      url: string
+    ) => Effect.Effect<RegisteredWebhook | NoAnswer, ProviderRefused>
+    /** Deletes the endpoint; one already gone counts as retired. */
+    readonly retireWebhook: (
+      link: LinkAccess,
+      endpointId: string
+    ) => Effect.Effect<{ readonly _tag: "Retired" } | NoAnswer, ProviderRefused>
+    readonly open: (link: LinkAccess, request: OpenRequest) => Effect.Effect<OpenedCheckout | NoAnswer, ProviderRefused>
+    readonly read: (link: LinkAccess, sessionId: string) => Effect.Effect<CheckoutReading | NoAnswer, ProviderRefused>
+    /** Expires an open checkout; one no longer open is read instead, so the answer is what the provider says now. */
+    readonly close: (link: LinkAccess, sessionId: string) => Effect.Effect<CheckoutReading | NoAnswer, ProviderRefused>
+    readonly refund: (
+      link: LinkAccess,
+      request: RefundRequest
+    ) => Effect.Effect<RefundReading | NoAnswer, ProviderRefused>
+    readonly readRefund: (
+      link: LinkAccess,
+      providerRefundId: string,
+      unknownAs: Ids.RefundId
+    ) => Effect.Effect<RefundReading | NoAnswer, ProviderRefused>
+    /** Verifies an event's signature against the link's endpoint secret and says what it is about. */
+    readonly parseEvent: (
+      link: LinkAccess,
+      rawBody: string,
+      headers: Readonly<Record<string, string | undefined>>
+    ) => Effect.Effect<ProviderEvent, EventRejected>
+  }
+>()("@kassa/server/providers/ProviderConnector") {}
+
+/** The events a link's endpoint subscribes to (decisions §10). */
+export const subscribedEvents = [
+  "checkout.session.completed",
+  "checkout.session.async_payment_succeeded",
+  "checkout.session.async_payment_failed",
+  "checkout.session.expired",
+  "charge.refunded",
+  "refund.created",
+  "refund.updated",
+  "refund.failed"
+] as const

@@ -1,0 +1,416 @@
+/**
+ * The Stripe implementation of {@link ProviderConnector}, with the official `stripe` SDK only (research
+ * live-provider.md: it knows Stripe's form encoding, errors, API versions and signature scheme; a hand-written client
+ * would have to keep up with all four).
+ *
+ * - One SDK client per link, made when the link is first used (its key opened from the database then), kept in a
+ *   small bounded cache: a client holds an HTTP agent, not worth making per call, and the key stays closed until used.
+ * - `KASSA_STRIPE_API_URL` gives the protocol, host and port; the API version is pinned (the one stripe 23.1.0 ships
+ *   with), so Stripe's answers keep the shape this file reads whatever the account's default version is.
+ * - 10 s timeout and no SDK retries: one call is one bounded attempt; Kassa retries itself (reconciler, expiry), always
+ *   with its own Idempotency-Key, so a retry of a create that Stripe did run replays the same session.
+ * - Errors: no status (timeout, connection refused), 5xx, 409 (a concurrent request with the same key) and 429 are
+ *   "no answer"; 401/403 are a refused key (`secret_key`); other 4xx are refusals.
+ */
+import { Ids, type ProviderSettlement } from "@kassa/core"
+import { Clock, DateTime, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+import Stripe from "stripe"
+import { ServerConfig } from "../config/ServerConfig.ts"
+import {
+  type CheckoutReading,
+  EventRejected,
+  type EventSubject,
+  type LinkAccess,
+  type NoAnswer,
+  noAnswer,
+  ProviderConnector,
+  ProviderRefused,
+  type RefundReading,
+  subscribedEvents
+} from "./ProviderConnector.ts"
+
+/** The API version stripe 23.1.0 ships with (`stripe/esm/apiVersion.js`): requests and endpoints are pinned to it. */
+export const apiVersion = "2026-10-28.endive" as const
+
+/** Stripe's signature tolerance (decisions §10): an event signed longer ago is refused. */
+export const signatureToleranceSeconds = 300
+
+export interface StripeConnectorOptions {
+  /** Every call's bound; 10 s in production (decisions §10). Tests of "no answer" shorten it. */
+  readonly timeout?: Duration.Duration
+}
+
+/** Stripe Checkout's locales (https://docs.stripe.com/api/checkout/sessions/create#create_checkout_session-locale). */
+const checkoutLocales = new Set(
+  (
+    "bg cs da de el en en-GB es es-419 et fi fil fr fr-CA hr hu id it ja ko lt lv ms mt nb nl pl pt pt-BR ro ru sk sl " +
+    "sv th tr vi zh zh-HK zh-TW"
+  ).split(" ")
+)
+
+/** Kassa's `ll` or `ll-CC` as a locale Stripe knows (exact, else the language), or none (Stripe picks). */
+export const stripeLocale = (locale: string): Stripe.Checkout.SessionCreateParams.Locale | undefined => {
+  if (checkoutLocales.has(locale)) return locale as Stripe.Checkout.SessionCreateParams.Locale
+  const language = locale.split("-")[0] ?? ""
+  return checkoutLocales.has(language) ? (language as Stripe.Checkout.SessionCreateParams.Locale) : undefined
+}
+
+const keyRefusal = (error: Stripe.errors.StripeError) =>
+  new ProviderRefused({
+    message:
+      error.statusCode === 403
+        ? `Stripe refused the key for this request (${error.message}). A restricted key needs write access to Checkout Sessions, Webhook Endpoints and Refunds, and read access to the account.`
+        : `Stripe refused the key: ${error.message}`,
+    field: "secret_key",
+    code: error.code ?? null,
+    status: error.statusCode ?? 401
+  })
+
+/** Sorts an SDK failure into "no answer" (a success value) or a refusal. Anything else is a defect. */
+const classify = (error: unknown): Effect.Effect<NoAnswer, ProviderRefused> => {
+  if (!(error instanceof Stripe.errors.StripeError)) return Effect.die(error)
+  const status = error.statusCode
+  if (status === undefined) {
+    return Effect.succeed(noAnswer(/timeout/i.test(error.message) ? "timeout" : "unavailable"))
+  }
+  if (status === 429) return Effect.succeed(noAnswer("rate_limited"))
+  // 409: another request with the same key is still running (https://docs.stripe.com/idempotency).
+  if (status >= 500 || status === 409) return Effect.succeed(noAnswer("unavailable"))
+  if (status === 401 || status === 403 || error.code === "api_key_expired") return Effect.fail(keyRefusal(error))
+  return Effect.fail(new ProviderRefused({ message: error.message, field: null, code: error.code ?? null, status }))
+}
+
+const fromUnix = (seconds: number) => DateTime.makeUnsafe(seconds * 1000)
+
+/** A checkout as Stripe shows it now, in the core's vocabulary (decisions §10's table). */
+export const checkoutReading = (session: Stripe.Checkout.Session): CheckoutReading => {
+  const intent = session.payment_intent
+  const paymentIntentId = typeof intent === "string" ? intent : (intent?.id ?? null)
+  const reading = (state: ProviderSettlement.CheckoutState): CheckoutReading => ({
+    _tag: "Checkout",
+    state,
+    paymentIntentId
+  })
+  switch (session.status) {
+    case "complete": {
+      if (session.payment_status === "paid" || session.payment_status === "no_payment_required") {
+        const details = session.customer_details
+        return reading({
+          _tag: "Paid",
+          customer: { name: details?.name ?? null, email: details?.email ?? null, phone: details?.phone ?? null }
+        })
+      }
+      // A delayed method that failed leaves the session complete and unpaid; its PaymentIntent tells
+      // (https://docs.stripe.com/payments/checkout/how-checkout-works#delayed-notification: the intent goes back to
+      // requires_payment_method, or is canceled).
+      const failed =
+        typeof intent === "object" &&
+        intent !== null &&
+        (intent.status === "requires_payment_method" || intent.status === "canceled")
+      return reading(failed ? { _tag: "Failed" } : { _tag: "Unpaid" })
+    }
+    case "expired":
+      return reading({ _tag: "Expired" })
+    default:
+      return reading({ _tag: "Open" })
+  }
+}
+
+const refundStatus = (status: string | null): ProviderSettlement.ProviderRefundStatus =>
+  status === "succeeded" || status === "failed" || status === "canceled" ? status : "pending"
+
+const decodeRefundId = Schema.decodeUnknownOption(Ids.RefundId)
+const parseRefundId = (value: unknown): Ids.RefundId | null => Option.getOrNull(decodeRefundId(value))
+
+/** A Stripe refund in the core's vocabulary; Kassa's id from its metadata, else `unknownAs`. */
+export const refundReading = (refund: Stripe.Refund, unknownAs: Ids.RefundId): RefundReading => {
+  const kassaId = parseRefundId(refund.metadata?.kassa_refund_id)
+  return {
+    _tag: "Refund",
+    kassaMade: kassaId !== null,
+    refund: {
+      refund_id: kassaId ?? unknownAs,
+      provider_refund_id: refund.id,
+      amount: refund.amount,
+      status: refundStatus(refund.status),
+      created_at: fromUnix(refund.created)
+    }
+  }
+}
+
+const idOf = (value: string | { readonly id: string } | null | undefined): string | null =>
+  typeof value === "string" ? value : (value?.id ?? null)
+
+/** What an event is about (decisions §10: an event is a hint; Kassa reads the object again). */
+export const eventSubject = (event: Stripe.Event): EventSubject => {
+  const object = event.data.object as unknown as Record<string, unknown> & { readonly id: string }
+  switch (event.type) {
+    case "checkout.session.completed":
+    case "checkout.session.async_payment_succeeded":
+    case "checkout.session.async_payment_failed":
+    case "checkout.session.expired":
+      return { _tag: "Checkout", sessionId: object.id }
+    case "refund.created":
+    case "refund.updated":
+    case "refund.failed":
+      return { _tag: "Refund", providerRefundId: object.id }
+    case "charge.refunded": {
+      const charge = object as unknown as Stripe.Charge
+      // `refunds` is no longer expanded on charges by default (API 2022-11-15); when it is there, it names them.
+      const refunds = charge.refunds?.data ?? []
+      return {
+        _tag: "Charge",
+        paymentIntentId: idOf(charge.payment_intent),
+        providerRefundIds: refunds.map((refund) => refund.id)
+      }
+    }
+    default:
+      return { _tag: "Other" }
+  }
+}
+
+const header = (headers: Readonly<Record<string, string | undefined>>, name: string) => {
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value
+  return undefined
+}
+
+/** The connector with the settings' `KASSA_STRIPE_API_URL` and the given bounds. */
+export const layerWith = (options: StripeConnectorOptions = {}) =>
+  Layer.effect(
+    ProviderConnector,
+    Effect.gen(function* () {
+      const config = yield* ServerConfig
+      const url = new URL(config.stripeApiUrl)
+      const protocol = url.protocol === "http:" ? ("http" as const) : ("https" as const)
+      const port = url.port === "" ? (protocol === "http" ? 80 : 443) : Number(url.port)
+      const timeout = options.timeout ?? Duration.seconds(10)
+      const timeoutMillis = Math.max(1, Math.round(Duration.toMillis(timeout)))
+
+      const makeClient = (key: Redacted.Redacted<string>) =>
+        new Stripe(Redacted.value(key), {
+          apiVersion,
+          protocol,
+          host: url.hostname,
+          port,
+          timeout: timeoutMillis,
+          maxNetworkRetries: 0,
+          telemetry: false,
+          appInfo: { name: "Kassa", url: "https://github.com/kassa" }
+        })
+
+      // Clients by link id, oldest first; bounded, so a server with many links holds a few hundred agents at most.
+      const clients = new Map<string, Stripe>()
+      const maxClients = 256
+      const clientFor = (link: LinkAccess) =>
+        Effect.suspend(() => {
+          const cached = clients.get(link.id)
+          if (cached !== undefined) return Effect.succeed(cached)
+          return Effect.map(link.secretKey, (key) => {
+            const client = makeClient(key)
+            clients.set(link.id, client)
+            if (clients.size > maxClients) {
+              const oldest = clients.keys().next()
+              if (oldest.done !== true) clients.delete(oldest.value)
+            }
+            return client
+          })
+        })
+
+      /**
+       * One SDK call as an Effect: failures sorted by {@link classify}. The SDK's own timeout bounds it; the outer
+       * bound (a second longer) only matters if the SDK ever failed to honour its own.
+       */
+      const call = <A, B>(
+        client: Stripe,
+        run: (client: Stripe) => Promise<A>,
+        onAnswer: (answer: A) => B
+      ): Effect.Effect<B | NoAnswer, ProviderRefused> =>
+        Effect.tryPromise({ try: () => run(client), catch: (error) => error }).pipe(
+          Effect.map(onAnswer),
+          Effect.catch((error) => classify(error)),
+          Effect.timeoutOrElse({
+            duration: Duration.sum(timeout, Duration.seconds(1)),
+            orElse: () => Effect.succeed(noAnswer("timeout"))
+          })
+        )
+
+      const withLink = <A, B>(link: LinkAccess, run: (client: Stripe) => Promise<A>, onAnswer: (answer: A) => B) =>
+        Effect.flatMap(clientFor(link), (client) => call(client, run, onAnswer))
+
+      const read = Effect.fn("StripeConnector.read")(function* (link: LinkAccess, sessionId: string) {
+        return yield* withLink(
+          link,
+          (stripe) => stripe.checkout.sessions.retrieve(sessionId, { expand: ["payment_intent"] }),
+          checkoutReading
+        )
+      })
+
+      return ProviderConnector.of({
+        provider: "stripe",
+        verifyLink: Effect.fn("StripeConnector.verifyLink")(function* (secretKey) {
+          const client = makeClient(secretKey)
+          return yield* call(
+            client,
+            (stripe) => stripe.accounts.retrieve(null),
+            (account) => ({
+              _tag: "Account" as const,
+              accountId: account.id,
+              // The account object has no mode; the key has (https://docs.stripe.com/keys#obtain-api-keys).
+              livemode: /^[sr]k_live_/.test(Redacted.value(secretKey))
+            })
+          )
+        }),
+        registerWebhook: Effect.fn("StripeConnector.registerWebhook")(function* (link, endpointUrl) {
+          return yield* withLink(
+            link,
+            (stripe) =>
+              stripe.webhookEndpoints.create(
+                {
+                  url: endpointUrl,
+                  enabled_events: [...subscribedEvents],
+                  // Events in the shape this file reads, whatever the account's default version.
+                  api_version: apiVersion,
+                  description: "Kassa",
+                  metadata: { kassa_link_id: link.id }
+                },
+                { idempotencyKey: `kassa-webhook-${link.id}` }
+              ),
+            (endpoint) => ({
+              _tag: "Webhook" as const,
+              endpointId: endpoint.id,
+              secret: Redacted.make(endpoint.secret ?? ""),
+              livemode: endpoint.livemode
+            })
+          )
+        }),
+        retireWebhook: Effect.fn("StripeConnector.retireWebhook")(function* (link, endpointId) {
+          const retired = { _tag: "Retired" as const }
+          return yield* withLink(
+            link,
+            (stripe) => stripe.webhookEndpoints.del(endpointId, {}, { idempotencyKey: `kassa-retire-${endpointId}` }),
+            () => retired
+          ).pipe(
+            // Already gone (deleted in Stripe's dashboard): the intent holds.
+            Effect.catchIf(
+              (refused) => refused.code === "resource_missing",
+              () => Effect.succeed(retired)
+            )
+          )
+        }),
+        open: Effect.fn("StripeConnector.open")(function* (link, request) {
+          const locale = stripeLocale(request.locale)
+          const params: Stripe.Checkout.SessionCreateParams = {
+            mode: "payment",
+            line_items: [
+              {
+                price_data: {
+                  currency: request.currency.toLowerCase(),
+                  unit_amount: request.amount,
+                  product_data: { name: request.name }
+                },
+                quantity: 1
+              }
+            ],
+            client_reference_id: request.paymentId,
+            metadata: { kassa_payment_id: request.paymentId },
+            payment_intent_data: { metadata: { kassa_payment_id: request.paymentId } },
+            success_url: request.returnUrl,
+            cancel_url: request.returnUrl,
+            expires_at: Math.floor(DateTime.toEpochMillis(request.expiresAt) / 1000),
+            // §10's `payment_method_types`; under the pinned API version the parameter has this name.
+            allowed_payment_method_types: [request.method],
+            ...(request.customerEmail === null ? {} : { customer_email: request.customerEmail }),
+            ...(locale === undefined ? {} : { locale })
+          }
+          return yield* withLink(
+            link,
+            (stripe) => stripe.checkout.sessions.create(params, { idempotencyKey: request.idempotencyKey }),
+            (session) => ({
+              _tag: "Opened" as const,
+              sessionId: session.id,
+              url: session.url ?? "",
+              expiresAt: fromUnix(session.expires_at)
+            })
+          )
+        }),
+        read,
+        close: Effect.fn("StripeConnector.close")(function* (link, sessionId) {
+          const expired = yield* withLink(
+            link,
+            (stripe) =>
+              stripe.checkout.sessions.expire(
+                sessionId,
+                { expand: ["payment_intent"] },
+                { idempotencyKey: `kassa-expire-${sessionId}` }
+              ),
+            checkoutReading
+          ).pipe(
+            // Only an open session can be expired: one already complete or expired is read instead, so the caller
+            // applies what Stripe says now (decisions §10, "Expiry and cancel ask Stripe first").
+            Effect.catchIf(
+              (refused) => refused.status === 400 && refused.field !== "secret_key",
+              () => read(link, sessionId)
+            )
+          )
+          return expired
+        }),
+        refund: Effect.fn("StripeConnector.refund")(function* (link, request) {
+          return yield* withLink(
+            link,
+            (stripe) =>
+              stripe.refunds.create(
+                {
+                  payment_intent: request.paymentIntentId,
+                  amount: request.amount,
+                  metadata: { kassa_refund_id: request.refundId }
+                },
+                { idempotencyKey: request.refundId }
+              ),
+            (refund) => refundReading(refund, request.refundId)
+          )
+        }),
+        readRefund: Effect.fn("StripeConnector.readRefund")(function* (link, providerRefundId, unknownAs) {
+          return yield* withLink(
+            link,
+            (stripe) => stripe.refunds.retrieve(providerRefundId),
+            (refund) => refundReading(refund, unknownAs)
+          )
+        }),
+        parseEvent: Effect.fn("StripeConnector.parseEvent")(function* (link, rawBody, headers) {
+          const signature = header(headers, "stripe-signature")
+          if (signature === undefined || signature === "") {
+            return yield* new EventRejected({ message: "The Stripe-Signature header is missing." })
+          }
+          const secret = yield* link.endpointSecret
+          const receivedAt = yield* Clock.currentTimeMillis
+          const event = yield* Effect.try({
+            try: () =>
+              Stripe.webhooks.constructEvent(
+                rawBody,
+                signature,
+                Redacted.value(secret),
+                signatureToleranceSeconds,
+                undefined,
+                receivedAt
+              ),
+            catch: (error) =>
+              new EventRejected({
+                message:
+                  error instanceof Stripe.errors.StripeSignatureVerificationError
+                    ? `The Stripe-Signature does not verify: ${error.message}`
+                    : "The event is not valid JSON."
+              })
+          })
+          return {
+            id: event.id,
+            type: event.type,
+            livemode: event.livemode,
+            subject: eventSubject(event)
+          }
+        })
+      })
+    })
+  )
+
+/** The connector as production runs it (10 s bound). */
+export const layer = layerWith()
