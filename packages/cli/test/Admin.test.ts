@@ -1,7 +1,6 @@
 /** `kassa admin …` against the real server's operator API. */
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import type { KassaPayment } from "@kassa/client"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { DashboardClient } from "../../server/test/support/DashboardClient.ts"
 import { type RunningServer, startServer } from "../../server/test/support/TestServer.ts"
@@ -174,9 +173,14 @@ describe.concurrent("kassa admin keys and webhook-secret", () => {
 
   it("keys roll and revoke: the revoked key is refused; an unknown key is exit 1", async () => {
     const { application } = await server.createApplication()
-    const created = ok<{ id: string; key: string; mode: string }>(
-      await kassa(["admin", "keys", "create", application.id, "--mode", "live", "--json"], { env })
-    )
+    // A live key to roll, made through the operator API (keys create has its own test).
+    const issued = await server.request(`/admin/api/v1/applications/${application.id}/keys`, {
+      method: "POST",
+      key: server.adminToken,
+      body: { mode: "live" }
+    })
+    expect(issued.status, issued.text).toBe(201)
+    const created = issued.body as { id: string; key: string }
     const rolled = ok<{ id: string; key: string }>(
       await kassa(["admin", "keys", "roll", created.id, "--json"], { env })
     )
@@ -208,7 +212,7 @@ describe.concurrent("kassa admin keys and webhook-secret", () => {
   })
 })
 
-/** An application whose webhook URL got a `payment.paid` delivery (made through the API), and that delivery. */
+/** An application whose webhook URL was sent `payment.paid` for a payment made and paid through the API. */
 const deliveredApplication = async () => {
   const { application, testKey } = await server.createApplication({ webhook_url: receiverUrl })
   const created = await server.request("/api/v1/payments", {
@@ -241,17 +245,9 @@ const attemptedDeliveries = async (applicationId: string) => {
 
 describe.concurrent("kassa admin deliveries", () => {
   it("deliveries list: --json once delivered, the table, a status filter; a bad --limit is exit 2", async () => {
-    const { application, testKey } = await server.createApplication({ webhook_url: receiverUrl })
-    const merchant = { KASSA_BASE_URL: server.baseUrl, KASSA_API_KEY: testKey }
-    const payment = ok<KassaPayment>(
-      await kassa(["payments", "create", "--amount", "1000", "--order-reference", "cli-deliveries", "--json"], {
-        env: merchant
-      })
-    )
-    ok(await kassa(["payments", "simulate", payment.id, "--outcome", "paid", "--json"], { env: merchant }))
-
+    const { application, paymentId } = await deliveredApplication()
     const delivery = (await attemptedDeliveries(application.id))[0]
-    expect(delivery).toMatchObject({ event: "payment.paid", payment_id: payment.id, status: "succeeded" })
+    expect(delivery).toMatchObject({ event: "payment.paid", payment_id: paymentId, status: "succeeded" })
     if (delivery === undefined) return
 
     const table = await kassa(["admin", "deliveries", "list", application.id, "--status", "succeeded"], { env })
