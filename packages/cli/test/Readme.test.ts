@@ -105,6 +105,8 @@ describe("the README's examples", () => {
     expect([...groups].sort()).toEqual(["--help", "admin", "payments", "serve", "trigger", "webhooks"])
   })
 
+  // One test, since each line depends on the ones before it: some 30 `kassa` processes, two of them long-running
+  // (serve, webhooks listen): 17–28 s on this 2-core machine; 300 s keeps it far from the timeout on a slow one.
   it("runs every example line as written, placeholders filled in", async () => {
     for (const line of exampleLines) {
       const filled = await fill(line)
