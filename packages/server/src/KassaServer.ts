@@ -31,6 +31,7 @@ import * as OperatorHandlers from "./operator/OperatorHandlers.ts"
 import * as DocsPages from "./pages/DocsPages.ts"
 import { PaymentProvider } from "./payments/PaymentProvider.ts"
 import * as PaymentServices from "./payments/PaymentServices.ts"
+import * as ProviderServices from "./providers/ProviderServices.ts"
 import { ServerSecrets } from "./security/ServerSecrets.ts"
 import * as WebhookServices from "./webhooks/WebhookServices.ts"
 
@@ -77,6 +78,8 @@ export const servicesWith = (provider: Layer.Layer<PaymentProvider>) =>
     Layer.provideMerge(WebhookServices.layer),
     Layer.provideMerge(Authentication.MerchantAuth.layer),
     Layer.provideMerge(ClientAddress.layer),
+    // Live providers (issue 12): the connector, provider links and linking.
+    Layer.provideMerge(ProviderServices.layer),
     Layer.provideMerge(Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer)),
     Layer.provideMerge(Database.layer),
     Layer.provideMerge(ServerSecrets.layer),

@@ -928,6 +928,7 @@ describe.each(databases)("operator API on %s", (database) => {
         "/admin/api/v1/applications/{id}",
         "/admin/api/v1/applications/{id}/deliveries",
         "/admin/api/v1/applications/{id}/keys",
+        "/admin/api/v1/applications/{id}/provider-account",
         "/admin/api/v1/applications/{id}/webhook-secret",
         "/admin/api/v1/audit",
         "/admin/api/v1/deliveries/{id}/resend",

@@ -11,13 +11,15 @@ import initial from "./migrations/0001_initial.ts"
 import deliveryEngine from "./migrations/0002_delivery_engine.ts"
 import dashboards from "./migrations/0003_dashboards.ts"
 import scale from "./migrations/0004_scale.ts"
+import live from "./migrations/0005_live.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
 export const migrations = PgMigrator.fromRecord({
   "0001_initial": initial,
   "0002_delivery_engine": deliveryEngine,
   "0003_dashboards": dashboards,
-  "0004_scale": scale
+  "0004_scale": scale,
+  "0005_live": live
 })
 
 const clientOptions = {

@@ -25,10 +25,12 @@ import {
   DeliveryResent,
   IssuedApiKeyView,
   KeyParams,
+  LinkProviderBody,
   ListAuditQuery,
   ListDeliveriesQuery,
   MembershipBody,
   MembershipParams,
+  ProviderLinkView,
   UpdateApplicationBody,
   UpdateUserBody,
   UserCreated,
@@ -219,11 +221,54 @@ export class OperatorUsersApi extends HttpApiGroup.make("operatorUsers")
   )
   .annotateMerge(OpenApi.annotations({ title: "Users and audit" })) {}
 
+export class OperatorProviderAccountsApi extends HttpApiGroup.make("operatorProviderAccounts")
+  .add(
+    HttpApiEndpoint.put("link", "/applications/:id/provider-account", {
+      params: ApplicationParams,
+      payload: LinkProviderBody,
+      success: ProviderLinkView,
+      error: [ErrorEnvelope.NotFound, ErrorEnvelope.ValidationFailed, ErrorEnvelope.ProviderError]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Link a Stripe account",
+        description:
+          "Checks the key with Stripe (a key Stripe refuses: 422 on `secret_key`, nothing stored), creates a webhook " +
+          "endpoint at Stripe for `{base_url}/provider-webhooks/stripe/{link_id}` and stores the key and the endpoint's " +
+          "secret encrypted. A previous link is retired (its endpoint deleted at Stripe, best effort); it still settles, " +
+          "cancels and refunds the payments it opened. Stripe not answering: 502 `provider_error`, nothing stored."
+      })
+    ),
+    HttpApiEndpoint.get("show", "/applications/:id/provider-account", {
+      params: ApplicationParams,
+      success: ProviderLinkView,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Show the linked Stripe account",
+        description: "The active link; 404 `not_found` when none is linked. The key is shown only as `key_display`."
+      })
+    ),
+    HttpApiEndpoint.delete("retire", "/applications/:id/provider-account", {
+      params: ApplicationParams,
+      success: ProviderLinkView,
+      error: ErrorEnvelope.NotFound
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Retire the linked Stripe account",
+        description:
+          "New live payments are refused until another account is linked; the retired link still settles, cancels and " +
+          "refunds the payments it opened. Its webhook endpoint is deleted at Stripe, best effort. 404 when none is linked."
+      })
+    )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Payment provider account" })) {}
+
 export class OperatorApi extends HttpApi.make("kassa-operator")
   .add(OperatorApplicationsApi)
   .add(OperatorKeysApi)
   .add(OperatorDeliveriesApi)
   .add(OperatorUsersApi)
+  .add(OperatorProviderAccountsApi)
   .prefix(operatorPrefix)
   .middleware(InvalidRequest.InvalidRequest)
   // Added last, so it wraps the other middleware and runs first.
@@ -234,7 +279,7 @@ export class OperatorApi extends HttpApi.make("kassa-operator")
       title: "Kassa operator API",
       version: "1.0.0",
       description:
-        "Applications, API keys, webhook secrets, webhook deliveries, dashboard users and the audit log. Authenticate with `Authorization: Bearer <KASSA_ADMIN_TOKEN>`. " +
+        "Applications, API keys, webhook secrets, webhook deliveries, payment provider accounts, dashboard users and the audit log. Authenticate with `Authorization: Bearer <KASSA_ADMIN_TOKEN>`. " +
         'Errors are `{"error":{"code","message",…}}` as in the merchant API.'
     })
   ) {}

@@ -3,7 +3,7 @@
  * their middleware, ready to merge into the server's router.
  */
 import { ApiError, Application, Ids, InvalidRequest, RequestValidation, WebhookSecret } from "@kassa/core"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import type { SecureRandom } from "effect/crypto"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { type ApiKeyRecord, ApiKeyRepository, type IssuedApiKey } from "../applications/ApiKeyRepository.ts"
@@ -16,6 +16,8 @@ import {
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { AuditLog, nameApplication } from "../dashboard/AuditLog.ts"
 import { type Membership, parseUserId, type User, UserRepository } from "../dashboard/UserRepository.ts"
+import { type LinkRefused, ProviderLinking, type ProviderUnavailable } from "../providers/ProviderLinking.ts"
+import { ProviderLinks, toView } from "../providers/ProviderLinks.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
 import * as AdminAuthentication from "./AdminAuthentication.ts"
@@ -316,6 +318,50 @@ export const UsersHandlers = HttpApiBuilder.group(
   })
 )
 
+const noLink = () => new ApiError.NotFound({ message: "No payment provider account is linked to this application." })
+
+export const ProviderAccountsHandlers = HttpApiBuilder.group(
+  OperatorApi,
+  "operatorProviderAccounts",
+  Effect.fn(function* (handlers) {
+    const applications = yield* ApplicationRepository
+    const links = yield* ProviderLinks
+    const linking = yield* ProviderLinking
+    const find = findApplication(applications)
+
+    return handlers
+      .handle(
+        "link",
+        Effect.fn("Operator.linkProviderAccount")(function* ({ params, payload }) {
+          const application = yield* find(params.id)
+          const { link } = yield* linking.link(application.id, Redacted.make(payload.secret_key)).pipe(
+            Effect.catchTags({
+              LinkRefused: (refused: LinkRefused) =>
+                Effect.fail(RequestValidation.validationFailed({ secret_key: [refused.message] })),
+              ProviderUnavailable: (unavailable: ProviderUnavailable) =>
+                Effect.fail(new ApiError.ProviderError({ message: unavailable.message }))
+            })
+          )
+          return toView(link)
+        })
+      )
+      .handle(
+        "show",
+        Effect.fn("Operator.showProviderAccount")(function* ({ params }) {
+          const application = yield* find(params.id)
+          return toView(yield* Effect.fromOption(yield* links.active(application.id), noLink))
+        })
+      )
+      .handle(
+        "retire",
+        Effect.fn("Operator.retireProviderAccount")(function* ({ params }) {
+          const application = yield* find(params.id)
+          return toView(yield* Effect.fromOption(yield* linking.retire(application.id), noLink))
+        })
+      )
+  })
+)
+
 /** Every method and path the operator API answers, for the router's 405 `Allow` answers. */
 export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly path: string }> => {
   const routes: Array<{ method: string; path: string }> = [{ method: "GET", path: operatorOpenApiPath }]
@@ -330,6 +376,6 @@ export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly
 
 /** The operator API's routes, with their middleware; needs the repositories, secrets and settings. */
 export const layer = HttpApiBuilder.layer(OperatorApi, { openapiPath: operatorOpenApiPath }).pipe(
-  Layer.provide([ApplicationsHandlers, KeysHandlers, DeliveriesHandlers, UsersHandlers]),
+  Layer.provide([ApplicationsHandlers, KeysHandlers, DeliveriesHandlers, UsersHandlers, ProviderAccountsHandlers]),
   Layer.provide([AdminAuthentication.layer, InvalidRequest.layer])
 )

@@ -362,3 +362,33 @@ export const AuditEntryView = Schema.Struct({
 export const AuditList = Schema.Struct({ data: Schema.Array(AuditEntryView), has_more: Schema.Boolean }).annotate({
   identifier: "AuditList"
 })
+
+/**
+ * `PUT /applications/{id}/provider-account` (decisions §10): a Stripe secret or restricted key, live or test. Checked
+ * here for its form (a publishable `pk_` key is the usual mistake), then with Stripe.
+ */
+export const LinkProviderBody = Schema.Struct({
+  provider: Schema.Literal("stripe").annotate({ message: "provider must be stripe" }),
+  secret_key: Schema.String.check(
+    Schema.isPattern(/^[sr]k_(?:live|test)_[0-9A-Za-z]{8,247}$/, {
+      message:
+        "secret_key must be a Stripe secret or restricted key (sk_live_…, rk_live_…, sk_test_… or rk_test_…), never a publishable pk_ key"
+    })
+  ).annotate({ description: "Shown this once: stored encrypted, then only as `key_display`." })
+}).annotate({ identifier: "LinkProviderBody" })
+
+/** A provider link (decisions §10): the key only as its display form, never again whole. */
+export const ProviderLinkView = Schema.Struct({
+  provider: Schema.Literal("stripe"),
+  account_id: Schema.String.annotate({ description: "The provider's account (`acct_…`) the key opens." }),
+  key_display: Schema.String.annotate({ description: "Kind, mode and last four characters: `rk_live_…wxyz`." }),
+  livemode: Schema.Boolean.annotate({
+    description: "False for a test key: live payments then use Stripe's test cards."
+  }),
+  webhook_endpoint_id: Schema.String.annotate({
+    description: "The endpoint (`we_…`) Stripe posts this link's events to."
+  }),
+  status: Schema.Literals(["active", "retired"]),
+  linked_at: Timestamp.Timestamp,
+  retired_at: Schema.NullOr(Timestamp.Timestamp)
+}).annotate({ identifier: "ProviderLink" })
