@@ -7,6 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { sign } from "@kassa/webhook-verify"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type FakeStripe, startFakeStripe } from "../../server/test/support/FakeStripe.ts"
 import { type RunningServer, startServer, type TestApplication } from "../../server/test/support/TestServer.ts"
 import { kassa, killLeftovers, start } from "./support.ts"
 
@@ -24,13 +25,16 @@ const words = (line: string): Array<string> =>
 
 describe("the README's examples", () => {
   let server: RunningServer
+  // Stripe for `kassa admin provider`: the stateful fake, behind KASSA_STRIPE_API_URL.
+  let stripe: FakeStripe
   let app: TestApplication
   let dir: string
   const env: Record<string, string> = {}
   const values = new Map<string, string>()
 
   beforeAll(async () => {
-    server = await startServer("pglite")
+    stripe = await startFakeStripe()
+    server = await startServer("pglite", { stripeApiUrl: stripe.url })
     app = await server.createApplication()
     dir = mkdtempSync(join(tmpdir(), "kassa-readme-"))
     env.KASSA_BASE_URL = server.baseUrl
@@ -38,6 +42,8 @@ describe("the README's examples", () => {
   afterAll(async () => {
     killLeftovers()
     await server.close()
+    await stripe.settled()
+    await stripe.close()
   })
 
   /** The newest payment of the test application, through the API. */
@@ -56,6 +62,7 @@ describe("the README's examples", () => {
     let filled = line
       .replaceAll("pk_test_…", app.testKey)
       .replaceAll("KASSA_ADMIN_TOKEN=…", `KASSA_ADMIN_TOKEN=${server.adminToken}`)
+      .replaceAll("STRIPE_SECRET_KEY=sk_test_…", `STRIPE_SECRET_KEY=${stripe.secretKey}`)
     if (filled.includes("<payment-id>")) {
       // Cancel needs a pending payment, refund a paid one; the other lines take the newest.
       if (/ cancel /.test(filled) || / simulate /.test(filled)) {

@@ -1,12 +1,15 @@
 /**
- * `kassa admin apps|keys|webhook-secret|deliveries|users|audit …`: the operator API (decisions §8) with the admin token.
+ * `kassa admin apps|keys|webhook-secret|deliveries|users|audit|provider …`: the operator API (decisions §8, §10) with
+ * the admin token.
  */
 import type { Application as CoreApplication } from "@kassa/core"
+import * as Config from "effect/Config"
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import { type OperatorSettings, request } from "../Operator.ts"
 import { fields, output, reporting, table } from "../Output.ts"
 import * as Settings from "../Settings.ts"
@@ -69,6 +72,18 @@ interface AuditEntry {
   readonly application_id: string | null
   readonly target: string | null
   readonly ip: string | null
+}
+
+/** A linked payment provider account (decisions §10): the key only in its display form. */
+interface ProviderLink {
+  readonly provider: string
+  readonly account_id: string
+  readonly key_display: string
+  readonly livemode: boolean
+  readonly webhook_endpoint_id: string
+  readonly status: string
+  readonly linked_at: string
+  readonly retired_at: string | null
 }
 
 // --- Rendering -----------------------------------------------------------------------------------------------------
@@ -633,9 +648,83 @@ const audit = Command.make(
   }
 ).pipe(Command.withDescription("The audit log: every dashboard and operator action, newest first"))
 
+// --- provider -------------------------------------------------------------------------------------------------------
+
+const renderLink = (link: ProviderLink) =>
+  fields([
+    ["Provider", link.provider],
+    ["Account", link.account_id],
+    ["Key", link.key_display],
+    ["Mode", link.livemode ? "live" : "test (Stripe test cards)"],
+    ["Webhook endpoint", link.webhook_endpoint_id],
+    ["Status", link.status],
+    ["Linked at", link.linked_at],
+    ["Retired at", link.retired_at]
+  ])
+
+const providerLink = Command.make(
+  "link",
+  {
+    ...Settings.operator,
+    applicationId,
+    // From the environment by default, so the key stays out of shell history and the process list.
+    secretKey: Flag.Redacted("secret-key").pipe(
+      Flag.withDescription(
+        "The Stripe secret or restricted key, sk_live_…/rk_live_… (sk_test_…/rk_test_… to rehearse) (env STRIPE_SECRET_KEY)"
+      ),
+      Flag.withFallbackConfig(Config.Redacted("STRIPE_SECRET_KEY"))
+    )
+  },
+  (input) =>
+    request<ProviderLink>(input, "PUT", `/applications/${path(input.applicationId)}/provider-account`, {
+      provider: "stripe",
+      secret_key: Redacted.value(input.secretKey)
+    }).pipe(
+      Effect.flatMap((link) =>
+        output(
+          input.json,
+          link,
+          (linked) =>
+            `${renderLink(linked)}\n\nLinked. The key is stored encrypted and shown only as ${linked.key_display} from now on.`
+        )
+      ),
+      reporting(input.json)
+    )
+).pipe(
+  Command.withDescription(
+    "Link a Stripe account to an application: the key is checked with Stripe and a webhook endpoint is made there; a previous link is retired"
+  )
+)
+
+const providerShow = Command.make("show", { ...Settings.operator, applicationId }, (input) =>
+  request<ProviderLink>(input, "GET", `/applications/${path(input.applicationId)}/provider-account`).pipe(
+    Effect.flatMap((link) => output(input.json, link, renderLink)),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("Show the application's linked Stripe account (not_found when none)"))
+
+const providerRetire = Command.make("retire", { ...Settings.operator, applicationId }, (input) =>
+  request<ProviderLink>(input, "DELETE", `/applications/${path(input.applicationId)}/provider-account`).pipe(
+    Effect.flatMap((link) =>
+      output(
+        input.json,
+        link,
+        (retired) =>
+          `${renderLink(retired)}\n\nRetired: new live payments are refused until another account is linked; payments it opened still settle.`
+      )
+    ),
+    reporting(input.json)
+  )
+).pipe(Command.withDescription("Retire the application's linked Stripe account"))
+
+const provider = Command.make("provider").pipe(
+  Command.withDescription("The payment provider account (Stripe) of live payments: link, show, retire"),
+  Command.withSubcommands([providerLink, providerShow, providerRetire])
+)
+
 export const admin = Command.make("admin").pipe(
   Command.withDescription(
-    "The operator API (KASSA_ADMIN_TOKEN): applications, keys, webhook secrets, deliveries, users, audit log"
+    "The operator API (KASSA_ADMIN_TOKEN): applications, keys, webhook secrets, deliveries, users, audit log, provider account"
   ),
-  Command.withSubcommands([apps, keys, webhookSecret, deliveries, users, audit])
+  Command.withSubcommands([apps, keys, webhookSecret, deliveries, users, audit, provider])
 )
