@@ -18,7 +18,7 @@ import {
   WebhookEvent,
   WebhookSecret
 } from "@kassa/core"
-import { DateTime, Effect, Layer, Option, Result, Schema } from "effect"
+import { DateTime, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import type { SecureRandom } from "effect/crypto"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
 import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
@@ -32,6 +32,7 @@ import { ServerConfig } from "../config/ServerConfig.ts"
 import {
   CreateApplicationBody,
   CreateUserBody,
+  LinkProviderBody,
   settingsRuleErrors,
   UpdateApplicationBody,
   UpdateUserBody
@@ -49,6 +50,7 @@ import {
   type StatusAction,
   settingsValuesOf
 } from "../pages/dashboard/OperatorApplicationViews.ts"
+import { providerAccountSection } from "../pages/dashboard/OperatorProviderAccount.ts"
 import {
   auditPage,
   deliveriesPage,
@@ -59,6 +61,8 @@ import {
   usersPage
 } from "../pages/dashboard/OperatorViews.ts"
 import { Payments } from "../payments/Payments.ts"
+import { ProviderLinking } from "../providers/ProviderLinking.ts"
+import { ProviderLinks } from "../providers/ProviderLinks.ts"
 import { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
 import { AuditLog } from "./AuditLog.ts"
 import { DashboardGuard, notFoundPage, type Posted, type Signed } from "./DashboardGuard.ts"
@@ -82,6 +86,8 @@ export const routes = [
   { method: "POST", path: "/dashboard/operator/applications/:id/keys" },
   { method: "POST", path: "/dashboard/operator/applications/:id/members" },
   { method: "POST", path: "/dashboard/operator/applications/:id/members/remove" },
+  { method: "POST", path: "/dashboard/operator/applications/:id/provider-account" },
+  { method: "POST", path: "/dashboard/operator/applications/:id/provider-account/retire" },
   { method: "GET", path: "/dashboard/operator/deliveries" },
   { method: "GET", path: "/dashboard/operator/payments" },
   { method: "GET", path: "/dashboard/operator/users" },
@@ -105,6 +111,8 @@ const notices: ReadonlyMap<string, string> = new Map([
   ["settings_unchanged", "Nothing to save: the settings were already like this."],
   ["member_saved", "The member is saved."],
   ["member_removed", "The member is removed."],
+  ["provider_linked", "The Stripe account is linked: Stripe accepted the key and has a webhook endpoint for it."],
+  ["provider_retired", "The Stripe link is retired: new live payments are refused until another account is linked."],
   ["user_created", "The user is created and can sign in now."],
   ["password_set", "The new password is set; every session of the user has ended."],
   ["deactivated", "The user is deactivated: signed out everywhere, and sign-in is refused."],
@@ -251,6 +259,8 @@ export const layer = Layer.unwrap(
     const keys = yield* ApiKeyRepository
     const users = yield* UserRepository
     const audit = yield* AuditLog
+    const providerLinks = yield* ProviderLinks
+    const linking = yield* ProviderLinking
     const queries = yield* OperatorQueries
     const paymentService = yield* Payments
     const config = yield* ServerConfig
@@ -287,9 +297,13 @@ export const layer = Layer.unwrap(
     const detail = Effect.fn("OperatorPages.detail")(function* (
       signed: Signed,
       application: StoredApplication,
-      extra: Partial<Pick<ApplicationDetail, "settings" | "member" | "problem">> = {},
+      extra: Partial<Pick<ApplicationDetail, "settings" | "member" | "problem">> & {
+        readonly providerProblem?: string
+      } = {},
       status = 200
     ) {
+      const { providerProblem, ...rest } = extra
+      const link = yield* providerLinks.active(application.id)
       const page: ApplicationDetail = {
         viewer: signed.viewer,
         notice: noticeOf(signed),
@@ -299,7 +313,13 @@ export const layer = Layer.unwrap(
         members: yield* users.members(application.id),
         settings: { values: settingsValuesOf(application), errors: {} },
         member: emptyMemberForm,
-        ...extra
+        provider: providerAccountSection({
+          viewer: signed.viewer,
+          applicationId: application.id,
+          link: Option.getOrNull(link),
+          problem: providerProblem
+        }),
+        ...rest
       }
       return respondPage(applicationPage(page), status)
     })
@@ -499,6 +519,74 @@ export const layer = Layer.unwrap(
               details: { email: user.value.email }
             })
           return redirect(`${applicationsPath}/${application.id}?notice=member_removed`)
+        })
+      )
+
+    // ---- Payment provider (issue 12 §2) ------------------------------------------------------------------------
+
+    const linkProvider = (request: HttpServerRequest.HttpServerRequest) =>
+      posted(request, (signed, form, application) =>
+        Effect.gen(function* () {
+          // The operator API's own body schema: the form accepts exactly the keys the API does.
+          const decoded = RequestValidation.validate(LinkProviderBody)({
+            provider: "stripe",
+            secret_key: form.value("secret_key").trim()
+          })
+          if (Result.isFailure(decoded)) {
+            const messages = decoded.failure.fields.secret_key ?? ["secret_key is not valid"]
+            return yield* detail(signed, application, { providerProblem: messages.join(" ") }, 422)
+          }
+          const linked = yield* linking.link(application.id, Redacted.make(decoded.success.secret_key)).pipe(
+            Effect.map(Result.succeed),
+            Effect.catchTags({
+              LinkRefused: (refused) => Effect.succeed(Result.fail({ status: 422, message: refused.message })),
+              ProviderUnavailable: (unavailable) =>
+                Effect.succeed(Result.fail({ status: 502, message: unavailable.message }))
+            })
+          )
+          if (Result.isFailure(linked))
+            return yield* detail(
+              signed,
+              application,
+              { providerProblem: linked.failure.message },
+              linked.failure.status
+            )
+          const { link, retired } = linked.success
+          yield* audit.record(signed.actor, {
+            action: "provider_account.linked",
+            applicationId: application.id,
+            target: link.id,
+            details: {
+              provider: link.provider,
+              account_id: link.accountId,
+              livemode: link.livemode,
+              key_display: link.keyDisplay,
+              webhook_endpoint_id: link.webhookEndpointId,
+              retired_link: Option.match(retired, { onNone: () => null, onSome: (previous) => previous.id })
+            }
+          })
+          return redirect(`${applicationsPath}/${application.id}?notice=provider_linked`)
+        })
+      )
+
+    const retireProvider = (request: HttpServerRequest.HttpServerRequest) =>
+      posted(request, (signed, _form, application) =>
+        Effect.gen(function* () {
+          const retired = yield* linking.retire(application.id)
+          if (Option.isNone(retired))
+            return yield* detail(signed, application, { providerProblem: "No Stripe account is linked." }, 409)
+          yield* audit.record(signed.actor, {
+            action: "provider_account.retired",
+            applicationId: application.id,
+            target: retired.value.id,
+            details: {
+              provider: retired.value.provider,
+              account_id: retired.value.accountId,
+              key_display: retired.value.keyDisplay,
+              endpoint_deleted: retired.value.endpointRetiredAt !== null
+            }
+          })
+          return redirect(`${applicationsPath}/${application.id}?notice=provider_retired`)
         })
       )
 
@@ -786,6 +874,8 @@ export const layer = Layer.unwrap(
       HttpRouter.route("POST", "/dashboard/operator/applications/:id/keys", issueKey),
       HttpRouter.route("POST", "/dashboard/operator/applications/:id/members", addMember),
       HttpRouter.route("POST", "/dashboard/operator/applications/:id/members/remove", removeMember),
+      HttpRouter.route("POST", "/dashboard/operator/applications/:id/provider-account", linkProvider),
+      HttpRouter.route("POST", "/dashboard/operator/applications/:id/provider-account/retire", retireProvider),
       HttpRouter.route("GET", "/dashboard/operator/deliveries", deliveries),
       HttpRouter.route("GET", "/dashboard/operator/payments", payments),
       HttpRouter.route("GET", "/dashboard/operator/users", usersList),

@@ -208,6 +208,8 @@ export interface ApplicationDetail {
   readonly members: ReadonlyArray<Member>
   readonly settings: { readonly values: SettingsValues; readonly errors: FieldMessages }
   readonly member: MemberForm
+  /** The payment provider section (OperatorProviderAccount), rendered by its own template. */
+  readonly provider?: Html | undefined
 }
 
 export const applicationPage = (view: ApplicationDetail): DashboardPage => {
@@ -257,6 +259,7 @@ ${settingsFields(view.settings.values, view.settings.errors)}
 <div class="actions"><button type="submit" class="primary">Save settings</button></div>
 </form>
 </section>
+${view.provider ?? ""}
 
 <section aria-labelledby="keys-heading">
 <div class="page-head" style="margin:28px 0 10px"><h2 id="keys-heading" style="margin:0">API keys</h2>

@@ -1,0 +1,51 @@
+/**
+ * The payment provider section of the operator's application page (issue 12 §2, decisions §10): the linked Stripe
+ * account (the key only in its display form), a form to link a key (checked with Stripe first) and a retire button.
+ * Templates only: every value goes through `html`, so it is escaped; the key typed is never rendered back.
+ */
+import type { StoredLink } from "../../providers/ProviderLinks.ts"
+import { type Html, html } from "../Html.ts"
+import { actionForm, alert, badge, field, formatTime, modeBadge } from "./Components.ts"
+import { csrfField, type Viewer } from "./DashboardLayout.ts"
+
+export interface ProviderAccountView {
+  readonly viewer: Viewer
+  readonly applicationId: string
+  readonly link: StoredLink | null
+  /** Why the last link attempt failed (Stripe refused the key, or did not answer). */
+  readonly problem?: string | undefined
+}
+
+export const providerAccountSection = (view: ProviderAccountView): Html => {
+  const path = `/dashboard/operator/applications/${view.applicationId}/provider-account`
+  const { link } = view
+  const current =
+    link === null
+      ? html`<p>No Stripe account is linked: live payments of this application are refused.</p>`
+      : html`<dl class="summary">
+<dt>Provider</dt><dd>Stripe ${badge(link.status)}</dd>
+<dt>Account</dt><dd><code>${link.accountId}</code></dd>
+<dt>Key</dt><dd><code>${link.keyDisplay}</code></dd>
+<dt>Mode</dt><dd>${modeBadge(link.livemode ? "live" : "test")}${link.livemode ? "" : html` <span class="hint">Stripe's test cards only</span>`}</dd>
+<dt>Webhook endpoint</dt><dd><code>${link.webhookEndpointId}</code></dd>
+<dt>Linked</dt><dd>${formatTime(link.linkedAt)}</dd>
+</dl>
+<div class="actions">${actionForm(view.viewer, `${path}/retire`, "Retire this link", "danger")}</div>`
+  return html`<section class="card" aria-labelledby="provider-heading">
+<h2 id="provider-heading">Payment provider</h2>
+${alert(view.problem)}
+${current}
+<form method="post" action="${path}" novalidate autocomplete="off">
+${csrfField(view.viewer)}
+${field({
+  name: "secret_key",
+  label: link === null ? "Stripe secret key" : "Link another Stripe key",
+  type: "password",
+  hint: "sk_live_… or a restricted rk_live_… key (sk_test_…/rk_test_… to rehearse). Kassa checks it with Stripe, creates a webhook endpoint there and keeps the key encrypted; it is never shown again. A new key retires the current link.",
+  error: view.problem === undefined ? undefined : "Not linked: see above.",
+  attributes: html` autocomplete="off" spellcheck="false"`
+})}
+<div class="actions"><button type="submit" class="primary">Check with Stripe and link</button></div>
+</form>
+</section>`
+}
