@@ -236,6 +236,18 @@ describe.each(databases)("provider links on %s", (database) => {
     expect((await linked(application.id, account.key)).status).toBe("active")
   })
 
+  it("Stripe refusing the webhook endpoint (it cannot reach the base URL) → 502 naming the URL, nothing stored", async () => {
+    const { application } = await server.createApplication()
+    fake.inject({ method: "POST", path: "/v1/webhook_endpoints" }, { kind: "status", status: 400 })
+    const response = await link(application.id, newKey({ livemode: true }).key)
+    expect(response.status).toBe(502)
+    const { error } = response.body as ErrorBody
+    expect(error.code).toBe("provider_error")
+    expect(error.message).toContain(`${server.baseUrl}/provider-webhooks/stripe/`)
+    expect(error.message).toContain("KASSA_BASE_URL")
+    expect(await rows(application.id)).toEqual([])
+  })
+
   it("a new PUT retires the previous link: one active, the previous endpoint deleted at Stripe", async () => {
     const { application } = await server.createApplication()
     const first = newKey({ livemode: true })

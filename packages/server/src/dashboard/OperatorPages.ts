@@ -540,6 +540,7 @@ export const layer = Layer.unwrap(
             Effect.map(Result.succeed),
             Effect.catchTags({
               LinkRefused: (refused) => Effect.succeed(Result.fail({ status: 422, message: refused.message })),
+              EndpointRefused: (refused) => Effect.succeed(Result.fail({ status: 502, message: refused.message })),
               ProviderUnavailable: (unavailable) =>
                 Effect.succeed(Result.fail({ status: 502, message: unavailable.message }))
             })

@@ -235,7 +235,8 @@ export class OperatorProviderAccountsApi extends HttpApiGroup.make("operatorProv
           "Checks the key with Stripe (a key Stripe refuses: 422 on `secret_key`, nothing stored), creates a webhook " +
           "endpoint at Stripe for `{base_url}/provider-webhooks/stripe/{link_id}` and stores the key and the endpoint's " +
           "secret encrypted. A previous link is retired (its endpoint deleted at Stripe, best effort); it still settles, " +
-          "cancels and refunds the payments it opened. Stripe not answering: 502 `provider_error`, nothing stored."
+          "cancels and refunds the payments it opened. Stripe not answering, or refusing the endpoint (it must reach the " +
+          "base URL): 502 `provider_error`, nothing stored."
       })
     ),
     HttpApiEndpoint.get("show", "/applications/:id/provider-account", {

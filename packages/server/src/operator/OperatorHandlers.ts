@@ -16,7 +16,12 @@ import {
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { AuditLog, nameApplication } from "../dashboard/AuditLog.ts"
 import { type Membership, parseUserId, type User, UserRepository } from "../dashboard/UserRepository.ts"
-import { type LinkRefused, ProviderLinking, type ProviderUnavailable } from "../providers/ProviderLinking.ts"
+import {
+  type EndpointRefused,
+  type LinkRefused,
+  ProviderLinking,
+  type ProviderUnavailable
+} from "../providers/ProviderLinking.ts"
 import { ProviderLinks, toView } from "../providers/ProviderLinks.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
@@ -338,6 +343,8 @@ export const ProviderAccountsHandlers = HttpApiBuilder.group(
             Effect.catchTags({
               LinkRefused: (refused: LinkRefused) =>
                 Effect.fail(RequestValidation.validationFailed({ secret_key: [refused.message] })),
+              EndpointRefused: (refused: EndpointRefused) =>
+                Effect.fail(new ApiError.ProviderError({ message: refused.message })),
               ProviderUnavailable: (unavailable: ProviderUnavailable) =>
                 Effect.fail(new ApiError.ProviderError({ message: unavailable.message }))
             })

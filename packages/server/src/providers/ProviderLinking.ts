@@ -19,6 +19,14 @@ import { ProviderLinks, type StoredLink } from "./ProviderLinks.ts"
 /** The provider refused the key (or the endpoint with it): 422 `validation_failed` on `secret_key`. */
 export class LinkRefused extends Schema.TaggedError<LinkRefused>()("LinkRefused", { message: Schema.String }) {}
 
+/**
+ * The provider accepted the key but refused the webhook endpoint (most often: it cannot reach `KASSA_BASE_URL`):
+ * 502 `provider_error` naming the URL; nothing was stored.
+ */
+export class EndpointRefused extends Schema.TaggedError<EndpointRefused>()("EndpointRefused", {
+  message: Schema.String
+}) {}
+
 /** The provider did not answer: 502 `provider_error`; nothing was stored. */
 export class ProviderUnavailable extends Schema.TaggedError<ProviderUnavailable>()("ProviderUnavailable", {
   message: Schema.String
@@ -40,7 +48,7 @@ export class ProviderLinking extends Context.Service<
       secretKey: Redacted.Redacted<string>
     ) => Effect.Effect<
       { readonly link: StoredLink; readonly retired: Option.Option<StoredLink> },
-      LinkRefused | ProviderUnavailable
+      LinkRefused | EndpointRefused | ProviderUnavailable
     >
     /** Retires the active link and deletes its endpoint at the provider (best effort); none when none was active. */
     readonly retire: (applicationId: Ids.ApplicationId) => Effect.Effect<Option.Option<StoredLink>>
@@ -71,11 +79,14 @@ export class ProviderLinking extends Context.Service<
 
       const refusedKey = (refused: ProviderRefused) =>
         new LinkRefused({
-          message:
-            refused.field === "secret_key"
-              ? refused.message
-              : `Stripe refused the webhook endpoint for this key: ${refused.message}`
+          message: refused.field === "secret_key" ? refused.message : `Stripe refused the key: ${refused.message}`
         })
+      const refusedEndpoint = (url: string) => (refused: ProviderRefused) =>
+        refused.field === "secret_key"
+          ? new LinkRefused({ message: refused.message })
+          : new EndpointRefused({
+              message: `Stripe refused the webhook endpoint ${url} (${refused.message}). Stripe must be able to reach KASSA_BASE_URL from the internet; nothing was stored.`
+            })
 
       return ProviderLinking.of({
         link: Effect.fn("ProviderLinking.link")(function* (applicationId, secretKey) {
@@ -87,9 +98,8 @@ export class ProviderLinking extends Context.Service<
             secretKey: Effect.succeed(secretKey),
             endpointSecret: Effect.die("a link being created has no endpoint secret yet")
           }
-          const endpoint = yield* connector
-            .registerWebhook(access, `${config.baseUrl}${webhookPath(id)}`)
-            .pipe(Effect.mapError(refusedKey))
+          const url = `${config.baseUrl}${webhookPath(id)}`
+          const endpoint = yield* connector.registerWebhook(access, url).pipe(Effect.mapError(refusedEndpoint(url)))
           if (endpoint._tag === "NoAnswer") return yield* unavailable(endpoint, "creating the webhook endpoint")
           const stored = yield* links.link({
             id,
