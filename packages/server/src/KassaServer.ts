@@ -10,8 +10,8 @@ import type { Duplex } from "node:stream"
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ApiError, InvalidRequest, MerchantApi } from "@kassa/core"
-import { ByteSize, Duration, Effect, Layer, Schema } from "effect"
-import { HttpIncomingMessage, HttpRouter } from "effect/http"
+import { ByteSize, Duration, Effect, Layer, Metric, Schema } from "effect"
+import { HttpIncomingMessage, HttpMiddleware, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { ApiKeyRepository } from "./applications/ApiKeyRepository.ts"
 import { ApplicationRepository } from "./applications/ApplicationRepository.ts"
@@ -22,11 +22,15 @@ import * as DashboardRoutes from "./dashboard/DashboardRoutes.ts"
 import * as DashboardServices from "./dashboard/DashboardServices.ts"
 import * as Database from "./database/Database.ts"
 import * as CheckoutRoutes from "./http/CheckoutRoutes.ts"
-import { HealthHandlers } from "./http/HealthHandlers.ts"
+import { HealthHandlers, ProbeRoutes, probeRoutes } from "./http/HealthHandlers.ts"
 import { PaymentsHandlers } from "./http/PaymentsHandlers.ts"
 import * as ResponseMiddleware from "./http/ResponseMiddleware.ts"
 import type * as RouteFallback from "./http/RouteFallback.ts"
 import { TestHandlers } from "./http/TestHandlers.ts"
+import * as MetricsServer from "./observability/MetricsServer.ts"
+import * as ProviderCalls from "./observability/ProviderCalls.ts"
+import { Readiness, type ReadinessState } from "./observability/Readiness.ts"
+import * as Tracing from "./observability/Tracing.ts"
 import * as OperatorHandlers from "./operator/OperatorHandlers.ts"
 import * as DocsPages from "./pages/DocsPages.ts"
 import { PaymentProvider } from "./payments/PaymentProvider.ts"
@@ -39,6 +43,7 @@ import * as WebhookServices from "./webhooks/WebhookServices.ts"
 const knownRoutes = (): ReadonlyArray<RouteFallback.KnownRoute> => {
   const routes: Array<RouteFallback.KnownRoute> = [
     { method: "GET", path: "/openapi.json" },
+    ...probeRoutes,
     ...DocsPages.routes,
     ...CheckoutRoutes.routes,
     ...DashboardRoutes.routes,
@@ -65,6 +70,7 @@ const Routes = Layer.mergeAll(
   DocsPages.layer,
   CheckoutRoutes.layer,
   DashboardRoutes.layer,
+  ProbeRoutes,
   ResponseMiddleware.layer(knownRoutes())
 )
 
@@ -73,7 +79,10 @@ const Routes = Layer.mergeAll(
  * simulator and the live provider in production; tests may record what the provider is asked).
  */
 export const servicesWith = (provider: Layer.Layer<PaymentProvider>) =>
-  Layer.merge(PaymentServices.layer.pipe(Layer.provide(provider)), DashboardServices.layer).pipe(
+  Layer.merge(
+    PaymentServices.layer.pipe(Layer.provide(ProviderCalls.observed(provider))),
+    DashboardServices.layer
+  ).pipe(
     // The webhook engine: its dispatcher fibers, and the wake-up the event outbox calls after a commit.
     Layer.provideMerge(WebhookServices.layer),
     Layer.provideMerge(Authentication.MerchantAuth.layer),
@@ -82,6 +91,7 @@ export const servicesWith = (provider: Layer.Layer<PaymentProvider>) =>
     Layer.provideMerge(ProviderServices.layer),
     Layer.provideMerge(Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer)),
     Layer.provideMerge(Database.layer),
+    Layer.provideMerge(Readiness.layer),
     Layer.provideMerge(ServerSecrets.layer),
     Layer.provideMerge(NodeCrypto.layer)
   )
@@ -108,9 +118,15 @@ export class ListenError extends Schema.TaggedError<ListenError>()("ListenError"
 class DrainingServer extends Server {
   private draining = false
   private readonly unanswered = new Set<ServerResponse>()
+  /** Turns not-ready (`/readyz` 503) the moment the stop begins. */
+  private readonly readiness: ReadinessState
+  /** The listener closes this long after, so a load balancer probing `/readyz` stops sending first. */
+  private readonly drainDelay: number
 
-  constructor(options: ServerOptions) {
+  constructor(options: ServerOptions, readiness: ReadinessState, drainDelay: number) {
     super(options)
+    this.readiness = readiness
+    this.drainDelay = drainDelay
     this.on("request", (_request: IncomingMessage, response: ServerResponse) => {
       if (this.draining) response.shouldKeepAlive = false
       this.unanswered.add(response)
@@ -119,9 +135,15 @@ class DrainingServer extends Server {
   }
 
   override close(callback?: (error?: Error) => void): this {
-    this.draining = true
-    for (const response of this.unanswered) if (!response.headersSent) response.shouldKeepAlive = false
-    return super.close(callback)
+    this.readiness.draining = true
+    const close = () => {
+      this.draining = true
+      for (const response of this.unanswered) if (!response.headersSent) response.shouldKeepAlive = false
+      super.close(callback)
+    }
+    if (this.drainDelay > 0) setTimeout(close, this.drainDelay).unref()
+    else close()
+    return this
   }
 }
 
@@ -169,15 +191,20 @@ const millis = (duration: Duration.Duration) => Math.max(1, Math.round(Duration.
 const HttpServerLive = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* ServerConfig
+    const readiness = yield* Readiness
     const receive = millis(config.requestReceiveTimeout)
     const createServer = () => {
-      const server = new DrainingServer({
-        requestTimeout: receive,
-        headersTimeout: receive,
-        keepAliveTimeout: millis(config.keepAliveTimeout),
-        // How often Node checks the two timeouts above (30 s by default, which would double them).
-        connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.round(receive / 4)))
-      })
+      const server = new DrainingServer(
+        {
+          requestTimeout: receive,
+          headersTimeout: receive,
+          keepAliveTimeout: millis(config.keepAliveTimeout),
+          // How often Node checks the two timeouts above (30 s by default, which would double them).
+          connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.round(receive / 4)))
+        },
+        readiness,
+        Duration.toMillis(config.drainDelay)
+      )
       server.on("clientError", answerClientError)
       return server
     }
@@ -205,6 +232,19 @@ const HttpServerLive = Layer.unwrap(
 /** Bodies over 1 MiB are refused with 413 `http_error` (decisions §2; rendered by the core's InvalidRequest). */
 const BodyLimit = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.mebibytes(1))
 
+/**
+ * Metrics and traces (issue 14 §1): a metric registry per server (each test server counts from zero), server spans
+ * named by route template, OTLP export when configured.
+ */
+const Observability = Layer.mergeAll(
+  Layer.sync(Metric.MetricRegistry, () => new Map()),
+  Layer.sync(HttpMiddleware.SpanNameGenerator, () => {
+    const templateOf = ResponseMiddleware.routeTemplates(knownRoutes())
+    return (request) => `${request.method} ${templateOf(request.method, request.url.split("?")[0] ?? request.url)}`
+  }),
+  Tracing.layer
+)
+
 /** The whole server, given its settings (`ServerConfig`) and a payment provider boundary. */
 export const layerWith = (options: { readonly provider: Layer.Layer<PaymentProvider> }) =>
   // Paths match exactly as written (effect's router ignores case and merges `//` by default): `/API/V1/…` or
@@ -216,7 +256,9 @@ export const layerWith = (options: { readonly provider: Layer.Layer<PaymentProvi
     Layer.provide(BodyLimit),
     // HttpServer stays visible so tests can read the bound address.
     Layer.provideMerge(HttpServerLive),
-    Layer.provideMerge(servicesWith(options.provider))
+    Layer.provideMerge(MetricsServer.layer),
+    Layer.provideMerge(servicesWith(options.provider)),
+    Layer.provide(Observability)
   )
 
 /** The whole server, given its settings (`ServerConfig`). */

@@ -30,6 +30,14 @@ export interface ServerSettings {
   readonly databaseStatementTimeout: Duration.Duration
   /** Where the Stripe SDK sends its requests (protocol, host and port only): Stripe, or a fake in tests. */
   readonly stripeApiUrl: string
+  /** Port of the separate `/metrics` listener; none → no metrics listener (never on the public port). */
+  readonly metricsPort: Option.Option<number>
+  /** Address the metrics listener binds (loopback unless the operator opens it). */
+  readonly metricsHost: string
+  /** OTLP/HTTP base URL (`/v1/traces` and `/v1/logs` are appended); none → no trace or log export. */
+  readonly otlpUrl: Option.Option<string>
+  /** How long `/readyz` answers 503 at SIGTERM before the listener closes, so a load balancer stops sending. */
+  readonly drainDelay: Duration.Duration
 }
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
@@ -62,7 +70,22 @@ export const settings: Config.Config<ServerSettings> = Config.all({
   databaseStatementTimeout: Config.Duration("KASSA_DATABASE_STATEMENT_TIMEOUT").pipe(
     Config.withDefault(Duration.seconds(30))
   ),
-  stripeApiUrl: Config.NonEmptyString("KASSA_STRIPE_API_URL").pipe(Config.withDefault("https://api.stripe.com"))
+  stripeApiUrl: Config.NonEmptyString("KASSA_STRIPE_API_URL").pipe(Config.withDefault("https://api.stripe.com")),
+  metricsPort: Config.option(Config.Port("KASSA_METRICS_PORT")),
+  metricsHost: Config.NonEmptyString("KASSA_METRICS_HOST").pipe(Config.withDefault("127.0.0.1")),
+  // KASSA_OTLP_URL wins over OpenTelemetry's standard variable when both are set.
+  otlpUrl: Config.all([
+    Config.option(Config.URL("KASSA_OTLP_URL")),
+    Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT"))
+  ]).pipe(
+    Config.map(([own, standard]) =>
+      Option.map(
+        Option.orElse(own, () => standard),
+        (url) => trimSlash(url.toString())
+      )
+    )
+  ),
+  drainDelay: Config.Duration("KASSA_DRAIN_DELAY").pipe(Config.withDefault(Duration.zero))
 }).pipe(
   Config.map(
     ({ baseUrl, ...rest }): ServerSettings => ({
@@ -138,6 +161,10 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
       found.push(`${name} must be a positive, finite duration such as "30 seconds"`)
     }
   }
+  // Node's graceful close gives in-flight requests 10 s; the drain delay comes before it and must stay short.
+  if (!Duration.isFinite(loaded.drainDelay) || Duration.toMillis(loaded.drainDelay) > 60_000) {
+    found.push(`KASSA_DRAIN_DELAY must be a finite duration of at most 60 seconds, such as "5 seconds"`)
+  }
   return found
 }
 
@@ -183,6 +210,10 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       keepAliveTimeout: Duration.seconds(65),
       databaseStatementTimeout: Duration.seconds(30),
       stripeApiUrl: "https://api.stripe.com",
+      metricsPort: Option.none(),
+      metricsHost: "127.0.0.1",
+      otlpUrl: Option.none(),
+      drainDelay: Duration.zero,
       ...overrides
     })
 }

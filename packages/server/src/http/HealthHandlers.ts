@@ -4,10 +4,13 @@
  * load balancer's check sees the stall instead of hanging on it.
  */
 import { ApiError, MerchantApi } from "@kassa/core"
-import { Duration, Effect, Option } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Database from "../database/Database.ts"
+import { Readiness } from "../observability/Readiness.ts"
 import { DeadlineExceeded, withDeadline } from "./ResponseMiddleware.ts"
 
 /** Longest a health check waits for the database (shorter when the request deadline is). */
@@ -34,3 +37,54 @@ export const HealthHandlers = HttpApiBuilder.group(
     )
   })
 )
+
+/** `/readyz` answers: `{"status":"ready"}`, or 503 with what is wrong (for an operator reading a probe's log). */
+const probeAnswer = (status: number, body: { readonly status: string; readonly reason?: string }) =>
+  HttpServerResponse.jsonUnsafe(body, { status, headers: { "cache-control": "no-store" } })
+
+/** The newest migration this build carries: a database behind it is not ready for this code. */
+const latestMigration = Database.migrations.pipe(
+  Effect.map((loaded) => loaded.reduce((latest, [id]) => Math.max(latest, id), 0)),
+  Effect.orDie
+)
+
+/**
+ * Probes beside `/healthz` (issue 14 §1), for orchestrators:
+ * - `GET /livez`: 200 while the process runs its event loop; no database, so a database outage never gets a
+ *   healthy process restarted.
+ * - `GET /readyz`: 200 when the database answers within {@link healthTimeout}, its schema is this build's newest
+ *   migration, and no stop has begun; 503 `{"status":"not_ready","reason":…}` otherwise. During a SIGTERM drain it
+ *   answers 503 while requests in flight finish (and for `KASSA_DRAIN_DELAY` before the listener closes).
+ */
+export const ProbeRoutes = Layer.unwrap(
+  Effect.gen(function* () {
+    const latest = yield* latestMigration
+    return HttpRouter.addAll([
+      HttpRouter.route("GET", "/livez", Effect.succeed(probeAnswer(200, { status: "live" }))),
+      HttpRouter.route(
+        "GET",
+        "/readyz",
+        Effect.gen(function* () {
+          const readiness = yield* Readiness
+          if (readiness.draining) return probeAnswer(503, { status: "not_ready", reason: "draining" })
+          const sql = yield* SqlClient.SqlClient
+          const { requestDeadline } = yield* ServerConfig
+          const applied = yield* withDeadline(
+            sql<{ readonly latest: number | null }>`SELECT max(migration_id) AS latest FROM kassa_migrations`,
+            Duration.min(healthTimeout, requestDeadline)
+          ).pipe(Effect.option, Effect.map(Option.flatten))
+          if (Option.isNone(applied)) return probeAnswer(503, { status: "not_ready", reason: "database" })
+          if (Number(applied.value[0]?.latest ?? 0) < latest) {
+            return probeAnswer(503, { status: "not_ready", reason: "schema_behind" })
+          }
+          return probeAnswer(200, { status: "ready" })
+        })
+      )
+    ])
+  })
+)
+
+export const probeRoutes: ReadonlyArray<{ readonly method: string; readonly path: string }> = [
+  { method: "GET", path: "/livez" },
+  { method: "GET", path: "/readyz" }
+]

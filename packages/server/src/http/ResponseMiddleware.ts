@@ -12,9 +12,10 @@
  */
 import { ApiError, PaymentsApi } from "@kassa/core"
 import { Cause, Duration, Effect, Fiber, Option, Redacted, type Types } from "effect"
-import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { MerchantAuth } from "../auth/Authentication.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import { operatorPrefix } from "../operator/OperatorApi.ts"
 import * as RouteFallback from "./RouteFallback.ts"
 
@@ -76,10 +77,28 @@ const bearerCredential = (request: HttpServerRequest.HttpServerRequest) => {
   return Redacted.make(/^bearer /i.test(header) ? header.slice(7).trim() : "")
 }
 
+/**
+ * The route template a request matched (`/api/v1/payments/:id`), for metric labels and span names: never the raw
+ * path, whose ids would make a series per payment. Requests no route takes are `unmatched`.
+ */
+export const routeTemplates = (routes: ReadonlyArray<RouteFallback.KnownRoute>) => {
+  const index = FindMyWay.make<string>({ caseSensitive: true, ignoreDuplicateSlashes: false })
+  const seen = new Set<string>()
+  for (const { method, path } of routes) {
+    const key = `${method.toUpperCase()} ${path}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    index.on(method.toUpperCase() as "GET", path as `/${string}`, path)
+  }
+  return (method: string, path: string): string =>
+    (index.find(method, path) ?? (method === "HEAD" ? index.find("GET", path) : undefined))?.handler ?? "unmatched"
+}
+
 export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
   HttpRouter.middleware(
     Effect.gen(function* () {
       const fallback = RouteFallback.make(routes)
+      const templateOf = routeTemplates(routes)
       const auth = yield* MerchantAuth
       const { requestDeadline } = yield* ServerConfig
 
@@ -100,6 +119,10 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
           const id = `req_${crypto.randomUUID().replaceAll("-", "")}`
           const started = performance.now()
           const request = yield* HttpServerRequest.HttpServerRequest
+          const path = request.url.split("?")[0] ?? request.url
+          const route = templateOf(request.method, path)
+          // The request's span (effect's HTTP tracer, a parent taken from `traceparent`) carries the id the client sees.
+          yield* Effect.annotateCurrentSpan({ "kassa.request_id": id, "http.route": route })
           const answered = effect.pipe(
             Effect.catch((error) =>
               HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
@@ -133,7 +156,7 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
               })
             )
           )
-          const path = request.url.split("?")[0] ?? request.url
+          yield* Metrics.recordRequest(request.method, route, response.status, Metrics.secondsSince(started))
           // One line per request, with the id the client sees (the router's own request log is off).
           yield* Effect.logInfo("Sent HTTP response").pipe(
             Effect.annotateLogs({

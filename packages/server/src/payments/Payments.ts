@@ -17,6 +17,7 @@ import { SecureRandom } from "effect/crypto"
 import { SqlClient } from "effect/sql"
 import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import { EventOutbox } from "./EventOutbox.ts"
 import type { Claim } from "./IdempotencyStore.ts"
 import { PaymentProvider } from "./PaymentProvider.ts"
@@ -552,16 +553,28 @@ export class Payments extends Context.Service<
         )
       })
 
+      // Counted here, after the commit, by mode and outcome only (Metrics: no id, key or amount in a label).
+      const settled = (payment: Payment.Payment) => Metrics.recordPaymentSettled(payment.mode, payment.status)
       return Payments.of({
-        create,
+        create: (request) =>
+          create(request).pipe(
+            Effect.tap(() => Metrics.recordPaymentCreated(request.scope.mode, "accepted")),
+            Effect.tapError((error) =>
+              error._tag === "ProviderError" ? Metrics.recordPaymentCreated(request.scope.mode, "refused") : Effect.void
+            )
+          ),
         retrieve,
         list,
-        cancel,
-        refund,
-        requestRefund,
-        simulate,
+        cancel: (scope, id) => cancel(scope, id).pipe(Effect.tap(settled)),
+        refund: (scope, id, request, idempotency) =>
+          refund(scope, id, request, idempotency).pipe(Effect.tap(() => Metrics.recordRefund(scope.mode, "succeeded"))),
+        requestRefund: (applicationId, id, amount, reason, requestedBy) =>
+          requestRefund(applicationId, id, amount, reason, requestedBy).pipe(
+            Effect.tap(() => Metrics.recordRefund("live", "requested"))
+          ),
+        simulate: (scope, id, outcome) => simulate(scope, id, outcome).pipe(Effect.tap(settled)),
         checkout,
-        settle,
+        settle: (id, outcome, payer, method) => settle(id, outcome, payer, method).pipe(Effect.tap(settled)),
         expireDue: (options) => expireDue(options ?? {}),
         expireShown
       })

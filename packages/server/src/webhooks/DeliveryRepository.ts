@@ -10,7 +10,7 @@
  */
 import { Ids, type Mode, type WebhookEvent } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import type { WebhookSecrets } from "../applications/ApplicationRepository.ts"
 import * as SecretBox from "../security/SecretBox.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
@@ -19,6 +19,14 @@ import { ServerSecrets } from "../security/ServerSecrets.ts"
 export const ownerLockClass = 0x4b415353
 
 /** Where a delivery stands: still scheduled, delivered, or given up on. */
+/** A due delivery not attempted within this many seconds counts as overdue: the engine is behind. */
+export const overdueAfterSeconds = 60
+
+export interface Backlog {
+  readonly due: number
+  readonly overdue: number
+}
+
 export const DeliveryStatus = Schema.Literals(["pending", "succeeded", "failed"])
 export type DeliveryStatus = typeof DeliveryStatus.Type
 export type AttemptKind = "scheduled" | "manual"
@@ -177,6 +185,8 @@ export class DeliveryRepository extends Context.Service<
     readonly view: (id: Ids.DeliveryId) => Effect.Effect<Option.Option<DeliveryView>>
     /** Newest first; `None` when `startingAfter` names no delivery of the application. */
     readonly list: (applicationId: Ids.ApplicationId, query: ListQuery) => Effect.Effect<Option.Option<DeliveryPage>>
+    /** Pending deliveries due now, and those due for over {@link overdueAfterSeconds} (the metrics' backlog). */
+    readonly backlog: Effect.Effect<Backlog, SqlError.SqlError>
   }
 >()("@kassa/server/webhooks/DeliveryRepository") {
   static readonly layer = Layer.effect(
@@ -429,7 +439,20 @@ export class DeliveryRepository extends Context.Service<
         return Option.some<DeliveryPage>({ data, has_more: rows.length > query.limit })
       }, Effect.orDie)
 
+      // Walks only the due part of deliveries_due (pending, next_attempt_at <= now): a scrape costs in proportion
+      // to the backlog, not to the table.
+      const backlog = sql<{ readonly due: string | number; readonly overdue: string | number }>`
+        SELECT count(*) AS due,
+          count(*) FILTER (WHERE next_attempt_at <= now() - make_interval(secs => ${overdueAfterSeconds})) AS overdue
+        FROM deliveries
+        WHERE status = 'pending' AND next_attempt_at <= now()
+      `.pipe(
+        Effect.map(([row]) => ({ due: Number(row?.due ?? 0), overdue: Number(row?.overdue ?? 0) })),
+        Effect.withSpan("DeliveryRepository.backlog")
+      )
+
       return DeliveryRepository.of({
+        backlog,
         claim,
         targets,
         complete,

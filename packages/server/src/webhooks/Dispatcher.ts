@@ -34,6 +34,7 @@ import {
 import { Mac } from "effect/crypto"
 import { SqlClient } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import {
   type AttemptRecord,
   type ClaimedDelivery,
@@ -103,6 +104,18 @@ const pastDeadline = (delivery: ClaimedDelivery, now: DateTime.Utc): ScheduledRe
       }
     : null
 
+/** The attempt's outcome as a metric label: `success`, `http_<status>` for another answer, or the error code. */
+const attemptOutcome = (outcome: Outcome): string =>
+  outcome.succeeded
+    ? "success"
+    : outcome.responseStatus !== null
+      ? `http_${outcome.responseStatus}`
+      : (outcome.error ?? "connection_error")
+
+/** Counts a delivery whose result ends it (a retry still pending is not counted). */
+const countFinished = (result: ScheduledResult) =>
+  result.status === "pending" ? Effect.void : Metrics.recordDelivery(result.status)
+
 const noUrl: Outcome = {
   succeeded: false,
   responseStatus: null,
@@ -162,7 +175,18 @@ export class Dispatcher extends Context.Service<
                   secrets: WebhookSecret.signingSecrets<string>({ ...target.secrets, now: startedAt }),
                   timestamp: Math.floor(DateTime.toEpochMillis(startedAt) / 1000)
                 })
-                .pipe(Effect.provideService(Mac.Mac, mac))
+                .pipe(
+                  Effect.provideService(Mac.Mac, mac),
+                  Effect.tap((outcome) =>
+                    Effect.annotateCurrentSpan({
+                      "http.response.status_code": outcome.responseStatus ?? 0,
+                      "kassa.attempt.outcome": attemptOutcome(outcome)
+                    })
+                  ),
+                  // A client span per attempt; its id travels to the receiver as `traceparent` (WebhookSender).
+                  Effect.withSpan("webhook.attempt", { kind: "client", attributes: { "kassa.event": delivery.event } })
+                )
+        yield* Metrics.recordAttempt(kind, attemptOutcome(outcome), outcome.durationMs / 1000)
         const record: AttemptRecord = {
           kind,
           startedAt,
@@ -181,7 +205,8 @@ export class Dispatcher extends Context.Service<
         clock: Effect.Effect<DateTime.Utc>
       ) =>
         attempt(delivery, target, "scheduled", clock).pipe(
-          Effect.map(({ startedAt, record, succeeded }) => scheduledResult(delivery, startedAt, record, succeeded))
+          Effect.map(({ startedAt, record, succeeded }) => scheduledResult(delivery, startedAt, record, succeeded)),
+          Effect.tap(countFinished)
         )
 
       const targetsOf = (claimed: ReadonlyArray<ClaimedDelivery>) =>
@@ -268,6 +293,7 @@ export class Dispatcher extends Context.Service<
         for (const delivery of claimed) {
           const expired = pastDeadline(delivery, now)
           if (expired !== null) {
+            yield* countFinished(expired)
             yield* Queue.offer(writes, expired)
             continue
           }
@@ -367,7 +393,7 @@ export class Dispatcher extends Context.Service<
             (delivery) => {
               const expired = pastDeadline(delivery, now)
               return expired !== null
-                ? Effect.succeed(expired)
+                ? Effect.as(countFinished(expired), expired)
                 : scheduledAttempt(delivery, targets.get(delivery.applicationId), clock)
             },
             { concurrency: "unbounded" }

@@ -18,6 +18,7 @@ import { Context, Duration, Effect, Layer } from "effect"
 import type { NonEmptyReadonlyArray } from "effect/Array"
 import type { Mac } from "effect/crypto"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Tracing from "../observability/Tracing.ts"
 import * as SafeAddress from "./SafeAddress.ts"
 
 /** The receiver must answer with a status line within this time (specification, Limits). */
@@ -246,6 +247,9 @@ export const make = Effect.fnUntraced(function* (options: SenderOptions) {
         [WebhookSignature.signatureHeaderName.toLowerCase()]: signature,
         "content-length": Buffer.byteLength(delivery.body)
       }
+      // The attempt's span (Dispatcher), so the receiver's trace can join the sender's (W3C Trace Context).
+      const traceparent = yield* Tracing.currentTraceparent
+      if (traceparent !== undefined) headers.traceparent = traceparent
       const deadline = started + timeoutMs
       let result = yield* exchange(target, headers, delivery.body, deadline)
       if (result.staleConnection) result = yield* exchange(target, headers, delivery.body, deadline)

@@ -1,0 +1,111 @@
+/**
+ * The server's metrics, as effect `Metric`s (rendered by effect's `PrometheusMetrics` on the metrics listener,
+ * MetricsServer). Names follow Prometheus: `kassa_` prefix, `_total` counters, `_seconds` histograms. Labels take
+ * only values from small fixed sets — a route template, a status code, a mode, an outcome — never an id, a key, an
+ * e-mail address or an amount, so a series count stays bounded and a scrape carries no payer data.
+ */
+import type { Mode } from "@kassa/core"
+import { Effect, Metric } from "effect"
+
+/** Request latencies: 5 ms to 15 s (the default request deadline). */
+const httpBoundaries = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15]
+/** Webhook and provider calls: 10 ms to the 10 s webhook limit. */
+const callBoundaries = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+export const httpRequests = Metric.counter("kassa_http_requests_total", {
+  description: "HTTP requests answered, by method, route template and status",
+  incremental: true
+})
+export const httpRequestDuration = Metric.histogram("kassa_http_request_duration_seconds", {
+  description: "Time to answer an HTTP request, by method, route template and status",
+  boundaries: httpBoundaries
+})
+
+export const paymentsCreated = Metric.counter("kassa_payments_created_total", {
+  description: "Payments created, by mode and outcome (accepted: pending; refused: stored failed)",
+  incremental: true
+})
+export const paymentsSettled = Metric.counter("kassa_payments_settled_total", {
+  description: "Payments that reached a final status, by mode and outcome (the status reached)",
+  incremental: true
+})
+export const refunds = Metric.counter("kassa_refunds_total", {
+  description: "Refunds recorded, by mode and outcome (the refund's status)",
+  incremental: true
+})
+
+export const webhookDeliveries = Metric.counter("kassa_webhook_deliveries_total", {
+  description: "Webhook deliveries finished, by outcome (succeeded, failed)",
+  incremental: true
+})
+export const webhookAttempts = Metric.counter("kassa_webhook_attempts_total", {
+  description: "Webhook attempts, by kind (scheduled, manual) and outcome (success, http_status, or the error code)",
+  incremental: true
+})
+export const webhookAttemptDuration = Metric.histogram("kassa_webhook_attempt_duration_seconds", {
+  description: "Time of one webhook attempt, by outcome",
+  boundaries: callBoundaries
+})
+export const webhookBacklogDue = Metric.gauge("kassa_webhook_backlog_due", {
+  description: "Pending deliveries whose next attempt is due now (read at scrape time)"
+})
+export const webhookBacklogOverdue = Metric.gauge("kassa_webhook_backlog_overdue", {
+  description: "Pending deliveries due for more than a minute: the engine is behind (read at scrape time)"
+})
+
+export const providerCalls = Metric.counter("kassa_provider_calls_total", {
+  description: "Calls to the payment provider, by operation and outcome",
+  incremental: true
+})
+export const providerCallDuration = Metric.histogram("kassa_provider_call_duration_seconds", {
+  description: "Time of one payment provider call, by operation and outcome",
+  boundaries: callBoundaries
+})
+
+export const eventLoopLagP99 = Metric.gauge("kassa_event_loop_lag_p99_seconds", {
+  description: "99th percentile of the event loop's delay since the previous scrape"
+})
+export const eventLoopLagMax = Metric.gauge("kassa_event_loop_lag_max_seconds", {
+  description: "Longest event loop delay since the previous scrape"
+})
+
+/** Seconds since `started` (a `performance.now()` reading). */
+export const secondsSince = (started: number) => (performance.now() - started) / 1000
+
+/** Counts one answered request and its latency. `route` is the template (`/api/v1/payments/:id`), never the path. */
+export const recordRequest = (method: string, route: string, status: number, seconds: number) => {
+  const attributes = { method, route, status: String(status) }
+  return Effect.andThen(
+    Metric.update(Metric.withAttributes(httpRequests, attributes), 1),
+    Metric.update(Metric.withAttributes(httpRequestDuration, attributes), seconds)
+  )
+}
+
+export const recordPaymentCreated = (mode: Mode.Mode, outcome: "accepted" | "refused") =>
+  Metric.update(Metric.withAttributes(paymentsCreated, { mode, outcome }), 1)
+
+/** Counts a payment that reached a final status (paid, failed, cancelled, expired); other statuses are not counted. */
+export const recordPaymentSettled = (mode: Mode.Mode, status: string) =>
+  status === "pending" || status === "refunded"
+    ? Effect.void
+    : Metric.update(Metric.withAttributes(paymentsSettled, { mode, outcome: status }), 1)
+
+export const recordRefund = (mode: Mode.Mode, outcome: string) =>
+  Metric.update(Metric.withAttributes(refunds, { mode, outcome }), 1)
+
+export const recordDelivery = (outcome: "succeeded" | "failed") =>
+  Metric.update(Metric.withAttributes(webhookDeliveries, { outcome }), 1)
+
+export const recordAttempt = (kind: string, outcome: string, seconds: number) =>
+  Effect.andThen(
+    Metric.update(Metric.withAttributes(webhookAttempts, { kind, outcome }), 1),
+    Metric.update(Metric.withAttributes(webhookAttemptDuration, { outcome }), seconds)
+  )
+
+export const recordProviderCall = (operation: string, outcome: string, seconds: number) => {
+  const attributes = { operation, outcome }
+  return Effect.andThen(
+    Metric.update(Metric.withAttributes(providerCalls, attributes), 1),
+    Metric.update(Metric.withAttributes(providerCallDuration, attributes), seconds)
+  )
+}

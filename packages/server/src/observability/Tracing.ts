@@ -1,0 +1,36 @@
+/**
+ * Traces and logs over OTLP/HTTP (JSON), with effect's own exporters (`effect/observability` OtlpTracer and
+ * OtlpLogger) when `KASSA_OTLP_URL` or `OTEL_EXPORTER_OTLP_ENDPOINT` is set; nothing otherwise (effect's native
+ * tracer then keeps spans in memory only, for `traceparent`). Effect's HTTP server already makes a span per request
+ * from the incoming `traceparent`, and its SQL client a child span per statement; this module only picks the
+ * exporter, and `traceparent` is how outgoing calls (webhooks) carry the current span on.
+ */
+import { Effect, Layer, Option } from "effect"
+import { FetchHttpClient, HttpTraceContext } from "effect/http"
+import { OtlpLogger, OtlpSerialization, OtlpTracer } from "effect/observability"
+import { ServerConfig } from "../config/ServerConfig.ts"
+
+export const serviceName = "kassa"
+
+/** Exporters for the configured endpoint; an empty layer without one. Log lines keep going to stdout as well. */
+export const layer = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* ServerConfig
+    if (Option.isNone(config.otlpUrl)) return Layer.empty
+    const base = config.otlpUrl.value
+    const resource = {
+      serviceName,
+      attributes: { "deployment.environment.name": config.environment }
+    }
+    return Layer.mergeAll(
+      OtlpTracer.layer({ url: `${base}/v1/traces`, resource }),
+      OtlpLogger.layer({ url: `${base}/v1/logs`, resource, mergeWithExisting: true })
+    ).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(FetchHttpClient.layer))
+  })
+)
+
+/** The W3C `traceparent` of the current span, for an outgoing request; none outside a span. */
+export const currentTraceparent: Effect.Effect<string | undefined> = Effect.currentSpan.pipe(
+  Effect.map((span) => HttpTraceContext.toHeaders(span).traceparent),
+  Effect.orElseSucceed(() => undefined)
+)

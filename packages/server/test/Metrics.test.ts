@@ -1,0 +1,203 @@
+/**
+ * `/metrics` (issue 14 §1): Prometheus text on its own listener (`KASSA_METRICS_PORT`), never on the public port;
+ * requests counted by route template and status with latency histograms; payments, refunds, webhook attempts and
+ * deliveries, provider calls; the delivery backlog read at scrape time through the due-deliveries index; no label
+ * carries an id, a key, an e-mail address or an amount.
+ */
+import { Option } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
+import { createPayment, paidPayment, pendingPayment, query, refund } from "./support/PaymentFixtures.ts"
+import { capturePlans, indexesOf, seqScansOf } from "./support/PlanCapture.ts"
+import { databases, freePort, type RunningServer, startServer } from "./support/TestServer.ts"
+import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
+
+interface Sample {
+  readonly name: string
+  readonly labels: Readonly<Record<string, string>>
+  readonly value: number
+}
+
+/** The samples of a Prometheus text exposition (comments skipped). */
+const parse = (text: string): ReadonlyArray<Sample> =>
+  text
+    .split("\n")
+    .filter((line) => line.length > 0 && !line.startsWith("#"))
+    .map((line) => {
+      const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
+      if (match === null) throw new Error(`not a Prometheus sample line: ${line}`)
+      const labels: Record<string, string> = {}
+      for (const pair of (match[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) {
+        labels[pair[1] as string] = pair[2] as string
+      }
+      return { name: match[1] as string, labels, value: Number(match[3]) }
+    })
+
+/** The value of the one sample with this name and (at least) these labels; 0 when there is none. */
+const sampleValue = (samples: ReadonlyArray<Sample>, name: string, labels: Record<string, string> = {}) => {
+  const found = samples.filter(
+    (sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value)
+  )
+  expect(found.length, `${name} ${JSON.stringify(labels)}`).toBeLessThanOrEqual(1)
+  return found[0]?.value ?? 0
+}
+
+describe.each(databases)("metrics on %s", (database) => {
+  let server: RunningServer
+  let metricsPort: number
+  let receiver: WebhookReceiver
+
+  const scrape = async () => {
+    const response = await fetch(`http://127.0.0.1:${metricsPort}/metrics`)
+    expect(response.status).toBe(200)
+    expect(response.headers.get("content-type")).toContain("text/plain; version=0.0.4")
+    const text = await response.text()
+    return { text, samples: parse(text) }
+  }
+
+  beforeAll(async () => {
+    receiver = await startReceiver()
+    receiver.answer({ status: 200, body: "ok" })
+    metricsPort = await freePort()
+    server = await startServer(database, { metricsPort: Option.some(metricsPort) })
+  })
+
+  afterAll(async () => {
+    await server?.close()
+    await receiver?.close()
+  })
+
+  it("serves /metrics on its own port only; the public port answers 404", async () => {
+    const publicAnswer = await server.request("/metrics")
+    expect(publicAnswer.status).toBe(404)
+    const other = await fetch(`http://127.0.0.1:${metricsPort}/anything`)
+    expect(other.status).toBe(404)
+    const { text } = await scrape()
+    expect(text).toContain("# TYPE kassa_event_loop_lag_p99_seconds gauge")
+    expect(text).toContain("# TYPE kassa_webhook_backlog_due gauge")
+  })
+
+  it("counts requests by route template and status, with a latency histogram; never by raw path", async () => {
+    const { testKey } = await server.createApplication()
+    const payment = await pendingPayment(server, testKey)
+    const before = (await scrape()).samples
+    const route = { method: "GET", route: "/api/v1/payments/:id", status: "200" }
+    for (let i = 0; i < 3; i++)
+      expect((await server.request(`/api/v1/payments/${payment.id}`, { key: testKey })).status).toBe(200)
+    expect((await server.request("/api/v1/payments/pay_nothing", { key: testKey })).status).toBe(404)
+    expect((await server.request("/no/such/path")).status).toBe(404)
+    const { text, samples } = await scrape()
+    expect(
+      sampleValue(samples, "kassa_http_requests_total", route) - sampleValue(before, "kassa_http_requests_total", route)
+    ).toBe(3)
+    expect(sampleValue(samples, "kassa_http_requests_total", { ...route, status: "404" })).toBeGreaterThanOrEqual(1)
+    expect(
+      sampleValue(samples, "kassa_http_requests_total", { route: "unmatched", status: "404" })
+    ).toBeGreaterThanOrEqual(1)
+    expect(sampleValue(samples, "kassa_http_request_duration_seconds_count", route)).toBe(
+      sampleValue(samples, "kassa_http_requests_total", route)
+    )
+    expect(sampleValue(samples, "kassa_http_request_duration_seconds_bucket", { ...route, le: "+Inf" })).toBe(
+      sampleValue(samples, "kassa_http_requests_total", route)
+    )
+    expect(text).not.toContain(payment.id)
+    expect(text).not.toContain("pay_nothing")
+    expect(text).not.toContain("/no/such/path")
+  })
+
+  it("counts payments created and settled, refunds, provider calls, webhook attempts and deliveries", async () => {
+    const email = `payer-${Date.now()}@example.com`
+    const shop = await server.createApplication({ webhook_url: receiver.url("/metrics-shop") })
+    const before = (await scrape()).samples
+    const paid = await paidPayment(server, shop.testKey, { amount: 4321, customer: { email } })
+    expect((await refund(server, shop.testKey, paid.id, { amount: 1234 })).status).toBe(201)
+    const refused = await createPayment(server, shop.testKey, {}, { "kassa-simulate": "provider_error" })
+    expect(refused.status).toBe(502)
+    await receiver.waitFor(2, "/metrics-shop")
+    // The attempts are counted when made; the results are written just after.
+    let after = (await scrape()).samples
+    for (
+      let i = 0;
+      i < 50 &&
+      sampleValue(after, "kassa_webhook_deliveries_total", { outcome: "succeeded" }) -
+        sampleValue(before, "kassa_webhook_deliveries_total", { outcome: "succeeded" }) <
+        2;
+      i++
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      after = (await scrape()).samples
+    }
+    const delta = (name: string, labels: Record<string, string>) =>
+      sampleValue(after, name, labels) - sampleValue(before, name, labels)
+    expect(delta("kassa_payments_created_total", { mode: "test", outcome: "accepted" })).toBe(1)
+    expect(delta("kassa_payments_created_total", { mode: "test", outcome: "refused" })).toBe(1)
+    expect(delta("kassa_payments_settled_total", { mode: "test", outcome: "paid" })).toBe(1)
+    expect(delta("kassa_refunds_total", { mode: "test", outcome: "succeeded" })).toBe(1)
+    expect(delta("kassa_provider_calls_total", { operation: "open", outcome: "accepted" })).toBe(1)
+    expect(delta("kassa_provider_calls_total", { operation: "open", outcome: "refused" })).toBe(1)
+    expect(delta("kassa_provider_call_duration_seconds_count", { operation: "open", outcome: "refused" })).toBe(1)
+    // payment.paid and payment.partially_refunded, each answered 200 at the first attempt.
+    expect(delta("kassa_webhook_attempts_total", { kind: "scheduled", outcome: "success" })).toBe(2)
+    expect(delta("kassa_webhook_attempt_duration_seconds_count", { outcome: "success" })).toBe(2)
+    expect(delta("kassa_webhook_deliveries_total", { outcome: "succeeded" })).toBe(2)
+    const { text } = await scrape()
+    for (const secret of [paid.id, email, shop.testKey, shop.application.id, "4321", "1234"]) {
+      expect(text).not.toContain(secret)
+    }
+  })
+
+  it("reads the delivery backlog at scrape time: due now, and overdue by more than a minute", async () => {
+    const shop = await server.createApplication()
+    const payment = await pendingPayment(server, shop.testKey)
+    const before = (await scrape()).samples
+    // Deliveries with no receiver to reach are left pending by hand: two due an hour ago, one just due, one later.
+    await query(
+      server,
+      (sql) => sql`
+        WITH created AS (
+          INSERT INTO events (id, application_id, payment_id, mode, event, body, created_at)
+          SELECT 'evt_' || gen_random_uuid(), ${shop.application.id}, ${payment.id}, 'test', 'payment.paid', '{}', now()
+          FROM generate_series(1, 4)
+          RETURNING id
+        ), numbered AS (SELECT id, row_number() OVER (ORDER BY id) AS i FROM created)
+        INSERT INTO deliveries (id, event_id, application_id, mode, status, attempt_count, next_attempt_at,
+          lease_until, created_at, updated_at)
+        SELECT gen_random_uuid(), id, ${shop.application.id}, 'test', 'pending', 1,
+          CASE WHEN i <= 2 THEN now() - interval '1 hour' WHEN i = 3 THEN now() - interval '1 second'
+            ELSE now() + interval '1 hour' END,
+          now() + interval '1 hour', now(), now()
+        FROM numbered
+      `
+    )
+    const { samples } = await scrape()
+    expect(sampleValue(samples, "kassa_webhook_backlog_due") - sampleValue(before, "kassa_webhook_backlog_due")).toBe(3)
+    expect(
+      sampleValue(samples, "kassa_webhook_backlog_overdue") - sampleValue(before, "kassa_webhook_backlog_overdue")
+    ).toBe(2)
+  })
+
+  it("the backlog count reads the due-deliveries index, never the whole table", async () => {
+    const { plans } = await server.run(
+      capturePlans(
+        DeliveryRepository.use((repo) => repo.backlog),
+        { settings: ["enable_seqscan = off"] }
+      )
+    )
+    expect(plans).toHaveLength(1)
+    const plan = plans[0]?.plan
+    if (plan === undefined) throw new Error("no plan")
+    expect(seqScansOf(plan)).toEqual([])
+    expect(indexesOf(plan)).toContain("deliveries_due")
+  })
+})
+
+describe("metrics listener", () => {
+  it("is off when KASSA_METRICS_PORT is unset: nothing listens, and the public port has no /metrics", async () => {
+    const server = await startServer("pglite")
+    try {
+      expect((await server.request("/metrics")).status).toBe(404)
+    } finally {
+      await server.close()
+    }
+  })
+})

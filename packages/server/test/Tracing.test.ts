@@ -1,0 +1,155 @@
+/**
+ * OTLP traces and logs (issue 14 §1), exported by effect's OtlpTracer/OtlpLogger to an OTLP/HTTP receiver this test
+ * starts (node:http, the JSON encoding effect sends): a server span per request, parented on the request's
+ * `traceparent` and carrying its Request-Id; child spans for SQL statements and the provider call; a span per webhook
+ * attempt whose id reaches the receiver in `traceparent`; the request's log line in the same trace.
+ */
+import { createServer, type Server } from "node:http"
+import { Option } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createPayment, query, simulate } from "./support/PaymentFixtures.ts"
+import { databases, startServer } from "./support/TestServer.ts"
+import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
+
+type AnyValue = { readonly stringValue?: string; readonly intValue?: number | string }
+interface Attribute {
+  readonly key: string
+  readonly value: AnyValue
+}
+interface Span {
+  readonly traceId: string
+  readonly spanId: string
+  readonly parentSpanId?: string
+  readonly name: string
+  readonly kind: number
+  readonly attributes: ReadonlyArray<Attribute>
+}
+interface LogRecord {
+  readonly traceId?: string
+  readonly spanId?: string
+  readonly body?: AnyValue
+  readonly attributes: ReadonlyArray<Attribute>
+}
+
+/** An OTLP/HTTP collector: keeps every span and log record it is sent. */
+const startCollector = async () => {
+  const spans: Array<Span> = []
+  const logs: Array<LogRecord> = []
+  const paths: Array<string> = []
+  const server: Server = createServer((request, response) => {
+    const chunks: Array<Buffer> = []
+    request.on("data", (chunk: Buffer) => chunks.push(chunk))
+    request.on("end", () => {
+      paths.push(request.url ?? "")
+      const body = JSON.parse(Buffer.concat(chunks).toString()) as {
+        resourceSpans?: ReadonlyArray<{ scopeSpans: ReadonlyArray<{ spans: ReadonlyArray<Span> }> }>
+        resourceLogs?: ReadonlyArray<{ scopeLogs: ReadonlyArray<{ logRecords: ReadonlyArray<LogRecord> }> }>
+      }
+      for (const resource of body.resourceSpans ?? [])
+        for (const scope of resource.scopeSpans) spans.push(...scope.spans)
+      for (const resource of body.resourceLogs ?? [])
+        for (const scope of resource.scopeLogs) logs.push(...scope.logRecords)
+      response.writeHead(200, { "content-type": "application/json" }).end("{}")
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const address = server.address()
+  if (address === null || typeof address === "string") throw new Error("collector has no port")
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    spans,
+    logs,
+    paths,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+const attribute = (attributes: ReadonlyArray<Attribute>, key: string) => {
+  const value = attributes.find((entry) => entry.key === key)?.value
+  return value?.stringValue ?? (value?.intValue === undefined ? undefined : String(value.intValue))
+}
+
+const hex = (length: number) =>
+  Array.from(crypto.getRandomValues(new Uint8Array(length / 2)), (byte) => byte.toString(16).padStart(2, "0")).join("")
+
+describe.each(databases)("tracing on %s", (database) => {
+  let collector: Awaited<ReturnType<typeof startCollector>>
+  let receiver: WebhookReceiver
+
+  beforeAll(async () => {
+    collector = await startCollector()
+    receiver = await startReceiver()
+    receiver.answer({ status: 200, body: "ok" })
+  })
+
+  afterAll(async () => {
+    await receiver?.close()
+    await collector?.close()
+  })
+
+  it("exports a span per request from its traceparent, with SQL, provider and webhook spans, and its logs", async () => {
+    const server = await startServer(database, { otlpUrl: Option.some(collector.url) }, { logLevel: "Info" })
+    const shop = await server.createApplication({ webhook_url: receiver.url("/traced") })
+    const traceId = hex(32)
+    const parentId = hex(16)
+    const created = await createPayment(server, shop.testKey, {}, { traceparent: `00-${traceId}-${parentId}-01` })
+    expect(created.status).toBe(201)
+    const requestId = created.headers.get("request-id")
+    const paymentId = (created.body as { id: string }).id
+    expect((await simulate(server, shop.testKey, paymentId, "paid")).status).toBe(200)
+    const [webhook] = await receiver.waitFor(1, "/traced")
+    // The attempt's span ends once the answer is read and recorded: wait for the record (bounded), then stop.
+    for (let i = 0; i < 100; i++) {
+      const rows = await query(server, (sql) => sql`SELECT 1 FROM delivery_attempts WHERE response_status = 200`)
+      if (rows.length > 0) break
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    // Closing flushes what is left to export.
+    await server.close()
+
+    const inTrace = collector.spans.filter((span) => span.traceId === traceId)
+    const root = inTrace.find((span) => span.parentSpanId === parentId)
+    expect(root?.name).toBe("POST /api/v1/payments")
+    expect(root?.kind).toBe(2) // SERVER
+    expect(attribute(root?.attributes ?? [], "kassa.request_id")).toBe(requestId)
+    expect(attribute(root?.attributes ?? [], "http.route")).toBe("/api/v1/payments")
+    expect(attribute(root?.attributes ?? [], "http.response.status_code")).toBe("201")
+
+    // Every other span of the trace descends from the request's span.
+    const byId = new Map(inTrace.map((span) => [span.spanId, span]))
+    const descends = (span: Span): boolean =>
+      span.parentSpanId === root?.spanId ||
+      (span.parentSpanId !== undefined && byId.has(span.parentSpanId) && descends(byId.get(span.parentSpanId) as Span))
+    const children = inTrace.filter((span) => span !== root)
+    expect(children.length).toBeGreaterThan(0)
+    for (const span of children) expect(descends(span), span.name).toBe(true)
+    const statements = children.filter((span) => attribute(span.attributes, "db.query.text") !== undefined)
+    expect(statements.map((span) => attribute(span.attributes, "db.query.text")).join("\n")).toMatch(
+      /INSERT INTO payments/
+    )
+    expect(children.map((span) => span.name)).toContain("PaymentProvider.open")
+
+    // The webhook attempt: its span's id is the traceparent the receiver got.
+    const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(webhook?.headers.traceparent))
+    expect(sent).not.toBeNull()
+    const attempt = collector.spans.find((span) => span.spanId === sent?.[2])
+    expect(attempt?.name).toBe("webhook.attempt")
+    expect(attempt?.traceId).toBe(sent?.[1])
+    expect(attribute(attempt?.attributes ?? [], "http.response.status_code")).toBe("200")
+
+    // The request's log line is exported too, in the request's trace.
+    const line = collector.logs.find((record) => attribute(record.attributes, "request_id") === requestId)
+    expect(line?.body?.stringValue).toBe("Sent HTTP response")
+    expect(line?.traceId).toBe(traceId)
+    expect(collector.paths).toEqual(expect.arrayContaining(["/v1/traces", "/v1/logs"]))
+  }, 60_000)
+
+  it("exports nothing when no OTLP endpoint is set", async () => {
+    const before = collector.paths.length
+    const server = await startServer(database)
+    const shop = await server.createApplication()
+    expect((await createPayment(server, shop.testKey)).status).toBe(201)
+    await server.close()
+    expect(collector.paths.length).toBe(before)
+  })
+})
