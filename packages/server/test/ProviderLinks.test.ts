@@ -275,6 +275,25 @@ describe.each(databases)("provider links on %s", (database) => {
     expect((await request(`/applications/${application.id}/provider-account`)).body).toEqual(next)
   })
 
+  it("two links at once: both answered, exactly one active, the other retired with its endpoint deleted", async () => {
+    const { application } = await server.createApplication()
+    const [first, second] = await Promise.all([
+      linked(application.id, newKey({ livemode: true }).key),
+      linked(application.id, newKey({ livemode: true }).key)
+    ])
+    const stored = await rows(application.id)
+    expect(stored.map((row) => row.status).sort()).toEqual(["active", "retired"])
+    const loser = stored.find((row) => row.status === "retired")
+    expect([first.webhook_endpoint_id, second.webhook_endpoint_id]).toContain(loser?.webhook_endpoint_id)
+    await eventually(
+      () =>
+        fake.requests.some(
+          (r) => r.method === "DELETE" && r.path === `/v1/webhook_endpoints/${String(loser?.webhook_endpoint_id)}`
+        ),
+      "the losing link's endpoint deletion"
+    )
+  })
+
   it("the previous endpoint already gone, or Stripe failing its deletion, still relinks (best effort)", async () => {
     const { application } = await server.createApplication()
     await linked(application.id, newKey({ livemode: true }).key)
