@@ -101,8 +101,6 @@ export class ProviderLinks extends Context.Service<
     /** The application's active link, if any. */
     readonly active: (applicationId: Ids.ApplicationId) => Effect.Effect<Option.Option<StoredLink>>
     readonly find: (id: ProviderLinkId) => Effect.Effect<Option.Option<StoredLink>>
-    /** Every link of the application, newest first (the dashboard's history). */
-    readonly history: (applicationId: Ids.ApplicationId) => Effect.Effect<ReadonlyArray<StoredLink>>
     /**
      * Stores a new active link and retires the previous one, in one transaction under the application's row lock
      * (two links racing: one after the other, never two active). Answers the new link and the one it retired.
@@ -148,11 +146,6 @@ export class ProviderLinks extends Context.Service<
         active: (applicationId) =>
           first(() => sql`SELECT * FROM provider_links WHERE application_id = ${applicationId} AND status = 'active'`),
         find: (id) => first(() => sql`SELECT * FROM provider_links WHERE id = ${id}`),
-        history: (applicationId) =>
-          decodeAll(
-            () =>
-              sql`SELECT * FROM provider_links WHERE application_id = ${applicationId} ORDER BY linked_at DESC, id LIMIT 20`
-          ),
         link: Effect.fn("ProviderLinks.link")(function* (input: NewLink) {
           const at = yield* now
           return yield* sql
