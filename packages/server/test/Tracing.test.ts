@@ -144,6 +144,25 @@ describe.each(databases)("tracing on %s", (database) => {
     expect(collector.paths).toEqual(expect.arrayContaining(["/v1/traces", "/v1/logs"]))
   }, 60_000)
 
+  it("KASSA_OTLP_SAMPLE_RATIO=0 exports no trace started here, and still every trace a caller sampled", async () => {
+    const server = await startServer(
+      database,
+      { otlpUrl: Option.some(collector.url), otlpSampleRatio: 0 },
+      { logLevel: "Warn" }
+    )
+    const shop = await server.createApplication()
+    const unsampled = await createPayment(server, shop.testKey)
+    expect(unsampled.status).toBe(201)
+    const traceId = hex(32)
+    const continued = await createPayment(server, shop.testKey, {}, { traceparent: `00-${traceId}-${hex(16)}-01` })
+    expect(continued.status).toBe(201)
+    await server.close()
+    const ids = [unsampled.headers.get("request-id"), continued.headers.get("request-id")]
+    const roots = collector.spans.filter((span) => ids.includes(attribute(span.attributes, "kassa.request_id") ?? ""))
+    expect(roots.map((span) => span.traceId)).toEqual([traceId])
+    expect(collector.spans.filter((span) => span.traceId === traceId).length).toBeGreaterThan(1)
+  })
+
   it("exports nothing when no OTLP endpoint is set", async () => {
     const before = collector.paths.length
     const server = await startServer(database)

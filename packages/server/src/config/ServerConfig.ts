@@ -36,6 +36,8 @@ export interface ServerSettings {
   readonly metricsHost: string
   /** OTLP/HTTP base URL (`/v1/traces` and `/v1/logs` are appended); none → no trace or log export. */
   readonly otlpUrl: Option.Option<string>
+  /** Share of traces started here that are exported (0 to 1); a continued trace keeps its caller's decision. */
+  readonly otlpSampleRatio: number
   /** How long `/readyz` answers 503 at SIGTERM before the listener closes, so a load balancer stops sending. */
   readonly drainDelay: Duration.Duration
 }
@@ -85,6 +87,7 @@ export const settings: Config.Config<ServerSettings> = Config.all({
       )
     )
   ),
+  otlpSampleRatio: Config.Number("KASSA_OTLP_SAMPLE_RATIO").pipe(Config.withDefault(1)),
   drainDelay: Config.Duration("KASSA_DRAIN_DELAY").pipe(Config.withDefault(Duration.zero))
 }).pipe(
   Config.map(
@@ -161,6 +164,9 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
       found.push(`${name} must be a positive, finite duration such as "30 seconds"`)
     }
   }
+  if (!(loaded.otlpSampleRatio >= 0 && loaded.otlpSampleRatio <= 1)) {
+    found.push(`KASSA_OTLP_SAMPLE_RATIO must be a number from 0 to 1, such as 0.1 (got ${loaded.otlpSampleRatio})`)
+  }
   // Node's graceful close gives in-flight requests 10 s; the drain delay comes before it and must stay short.
   if (!Duration.isFinite(loaded.drainDelay) || Duration.toMillis(loaded.drainDelay) > 60_000) {
     found.push(`KASSA_DRAIN_DELAY must be a finite duration of at most 60 seconds, such as "5 seconds"`)
@@ -213,6 +219,7 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       metricsPort: Option.none(),
       metricsHost: "127.0.0.1",
       otlpUrl: Option.none(),
+      otlpSampleRatio: 1,
       drainDelay: Duration.zero,
       ...overrides
     })

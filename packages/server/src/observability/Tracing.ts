@@ -5,12 +5,29 @@
  * from the incoming `traceparent`, and its SQL client a child span per statement; this module only picks the
  * exporter, and `traceparent` is how outgoing calls (webhooks) carry the current span on.
  */
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Tracer } from "effect"
 import { FetchHttpClient, HttpTraceContext } from "effect/http"
-import { OtlpLogger, OtlpSerialization, OtlpTracer } from "effect/observability"
+import { OtlpExporter, OtlpLogger, OtlpSerialization, OtlpTracer } from "effect/observability"
 import { ServerConfig } from "../config/ServerConfig.ts"
 
 export const serviceName = "kassa"
+
+/**
+ * Head sampling: a trace that starts here is kept with probability `ratio`; a trace continued from a `traceparent`
+ * keeps the caller's decision (effect already leaves a span unsampled under an unsampled parent). Unsampled spans
+ * are still made (ids for `traceparent`), not exported.
+ */
+export const sampled = (inner: Tracer.Tracer, ratio: number, random: () => number = Math.random): Tracer.Tracer =>
+  ratio >= 1
+    ? inner
+    : Tracer.make({
+        span: (options) =>
+          inner.span({
+            ...options,
+            sampled: options.sampled && (Option.isSome(options.parent) || random() < ratio)
+          }),
+        context: inner.context
+      })
 
 /** Exporters for the configured endpoint; an empty layer without one. Log lines keep going to stdout as well. */
 export const layer = Layer.unwrap(
@@ -22,10 +39,16 @@ export const layer = Layer.unwrap(
       serviceName,
       attributes: { "deployment.environment.name": config.environment }
     }
-    return Layer.mergeAll(
-      OtlpTracer.layer({ url: `${base}/v1/traces`, resource }),
-      OtlpLogger.layer({ url: `${base}/v1/logs`, resource, mergeWithExisting: true })
-    ).pipe(Layer.provide(OtlpSerialization.layerJson), Layer.provide(FetchHttpClient.layer))
+    const tracer = Layer.effect(
+      Tracer.Tracer,
+      Effect.map(OtlpTracer.make({ url: `${base}/v1/traces`, resource }), (otlp) =>
+        sampled(otlp, config.otlpSampleRatio)
+      )
+    ).pipe(Layer.provideMerge(OtlpExporter.layerFlusher))
+    return Layer.mergeAll(tracer, OtlpLogger.layer({ url: `${base}/v1/logs`, resource, mergeWithExisting: true })).pipe(
+      Layer.provide(OtlpSerialization.layerJson),
+      Layer.provide(FetchHttpClient.layer)
+    )
   })
 )
 
