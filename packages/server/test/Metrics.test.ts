@@ -4,8 +4,9 @@
  * deliveries, provider calls; the delivery backlog read at scrape time through the due-deliveries index; no label
  * carries an id, a key, an e-mail address or an amount.
  */
-import { Option } from "effect"
+import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { MetricsListener } from "../src/observability/MetricsServer.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { createPayment, paidPayment, pendingPayment, query, refund } from "./support/PaymentFixtures.ts"
 import { capturePlans, indexesOf, seqScansOf } from "./support/PlanCapture.ts"
@@ -68,6 +69,10 @@ describe.each(databases)("metrics on %s", (database) => {
   })
 
   it("serves /metrics on its own port only; the public port answers 404", async () => {
+    const listener = await server.run(
+      Effect.service(MetricsListener) as unknown as Effect.Effect<(typeof MetricsListener)["Service"]>
+    )
+    expect(Option.getOrUndefined(listener.address)?.port).toBe(metricsPort)
     const publicAnswer = await server.request("/metrics")
     expect(publicAnswer.status).toBe(404)
     const other = await fetch(`http://127.0.0.1:${metricsPort}/anything`)
@@ -196,6 +201,11 @@ describe("metrics listener", () => {
     const server = await startServer("pglite")
     try {
       expect((await server.request("/metrics")).status).toBe(404)
+      // MetricsListener is in the server's context though not in the harness's declared services.
+      const listener = await server.run(
+        Effect.service(MetricsListener) as unknown as Effect.Effect<(typeof MetricsListener)["Service"]>
+      )
+      expect(Option.isNone(listener.address)).toBe(true)
     } finally {
       await server.close()
     }
