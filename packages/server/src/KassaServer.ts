@@ -10,7 +10,7 @@ import type { Duplex } from "node:stream"
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ApiError, InvalidRequest, MerchantApi } from "@kassa/core"
-import { ByteSize, Duration, Effect, Layer, Metric, Schema } from "effect"
+import { ByteSize, Duration, Effect, Layer, Schema } from "effect"
 import { HttpIncomingMessage, HttpMiddleware, HttpRouter } from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { ApiKeyRepository } from "./applications/ApiKeyRepository.ts"
@@ -233,11 +233,10 @@ const HttpServerLive = Layer.unwrap(
 const BodyLimit = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.mebibytes(1))
 
 /**
- * Metrics and traces (issue 14 §1): a metric registry per server (each test server counts from zero), server spans
- * named by route template, OTLP export when configured.
+ * Traces (issue 14 §1): server spans named by route template, OTLP export when configured. Metrics use effect's
+ * process-wide registry: a registry provided here would miss updates made from fibers outside the server's own.
  */
 const Observability = Layer.mergeAll(
-  Layer.sync(Metric.MetricRegistry, () => new Map()),
   Layer.sync(HttpMiddleware.SpanNameGenerator, () => {
     const templateOf = ResponseMiddleware.routeTemplates(knownRoutes())
     return (request) => `${request.method} ${templateOf(request.method, request.url.split("?")[0] ?? request.url)}`

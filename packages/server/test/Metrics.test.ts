@@ -7,6 +7,7 @@
 import { Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MetricsListener } from "../src/observability/MetricsServer.ts"
+import { Payments } from "../src/payments/Payments.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { createPayment, paidPayment, pendingPayment, query, refund } from "./support/PaymentFixtures.ts"
 import { capturePlans, indexesOf, seqScansOf } from "./support/PlanCapture.ts"
@@ -149,6 +150,31 @@ describe.each(databases)("metrics on %s", (database) => {
     for (const secret of [paid.id, email, shop.testKey, shop.application.id, "4321", "1234"]) {
       expect(text).not.toContain(secret)
     }
+  })
+
+  it("counts payments that expire, by the sweeper or when a read finds them due, once they commit", async () => {
+    const shop = await server.createApplication()
+    const swept = await pendingPayment(server, shop.testKey)
+    const read = await pendingPayment(server, shop.testKey)
+    const before = (await scrape()).samples
+    await query(
+      server,
+      (sql) => sql`UPDATE payments SET expires_at = now() - interval '1 minute' WHERE id IN (${swept.id}, ${read.id})`
+    )
+    const fetched = await server.request(`/api/v1/payments/${read.id}`, { key: shop.testKey })
+    expect((fetched.body as { status: string }).status).toBe("expired")
+    const lazily = (await scrape()).samples
+    const expired = { mode: "test", outcome: "expired" }
+    expect(
+      sampleValue(lazily, "kassa_payments_settled_total", expired) -
+        sampleValue(before, "kassa_payments_settled_total", expired)
+    ).toBe(1)
+    await server.run(Payments.use((payments) => payments.expireDue()))
+    const after = (await scrape()).samples
+    expect(
+      sampleValue(after, "kassa_payments_settled_total", expired) -
+        sampleValue(before, "kassa_payments_settled_total", expired)
+    ).toBe(2)
   })
 
   it("reads the delivery backlog at scrape time: due now, and overdue by more than a minute", async () => {

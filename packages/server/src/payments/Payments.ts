@@ -182,7 +182,12 @@ export class Payments extends Context.Service<
       /** Lazy expiry of a locked payment. */
       const observe = (stored: StoredPayment, now: DateTime.Utc) => {
         const transition = PaymentStateMachine.observe(stored.payment, now)
-        return transition.events.length === 0 ? Effect.succeed(stored) : apply(stored, transition, now)
+        // Counted inside the transaction that expires it: only a failed commit (a database error) would overcount.
+        return transition.events.length === 0
+          ? Effect.succeed(stored)
+          : apply(stored, transition, now).pipe(
+              Effect.tap(() => Metrics.recordPaymentSettled(transition.payment.mode, transition.payment.status))
+            )
       }
 
       /**
@@ -379,7 +384,7 @@ export class Payments extends Context.Service<
             locked.map((stored) => stored.payment),
             now
           )
-          if (transitions.length === 0) return 0
+          if (transitions.length === 0) return []
           const changed = new Set<string>(
             yield* repo.saveStatuses(
               transitions.map((transition) => transition.payment),
@@ -396,8 +401,14 @@ export class Payments extends Context.Service<
             }),
             now
           )
-          return changed.size
+          // The modes of the payments expired, for the settled-payments metric once this commits.
+          return transitions.flatMap((transition) =>
+            changed.has(transition.payment.id) ? [transition.payment.mode] : []
+          )
         })
+
+      const countExpired = (modes: ReadonlyArray<Payment.Payment["mode"]>) =>
+        Effect.forEach(modes, (mode) => Metrics.recordPaymentSettled(mode, "expired"), { discard: true })
 
       const expireDue = Effect.fn("Payments.expireDue")(
         function* (options: { readonly batchSize?: number | undefined }) {
@@ -405,13 +416,13 @@ export class Payments extends Context.Service<
           let total = 0
           while (true) {
             const now = yield* DateTime.now
-            const count = yield* sql.withTransaction(
+            const { count, expired } = yield* sql.withTransaction(
               Effect.gen(function* () {
                 const locked = yield* repo.lockDue({ now, limit })
-                yield* expireLocked(locked, now)
-                return locked.length
+                return { count: locked.length, expired: yield* expireLocked(locked, now) }
               })
             )
+            yield* countExpired(expired)
             total += count
             if (count < limit) return total
           }
@@ -423,11 +434,12 @@ export class Payments extends Context.Service<
         function* (ids: ReadonlyArray<Ids.PaymentId>) {
           if (ids.length === 0) return []
           const now = yield* DateTime.now
-          yield* sql.withTransaction(
+          const expired = yield* sql.withTransaction(
             Effect.gen(function* () {
-              yield* expireLocked(yield* repo.lockDueAmong(ids, now), now)
+              return yield* expireLocked(yield* repo.lockDueAmong(ids, now), now)
             })
           )
+          yield* countExpired(expired)
           // Read again: a row another transaction changed meanwhile (paid, expired) is shown as it now is.
           return (yield* repo.findMany(ids)).map((stored) => stored.payment)
         },
