@@ -7,10 +7,11 @@
 import { createServer } from "node:http"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Context, Effect, Layer, Metric, Option } from "effect"
+import { Context, Duration, Effect, Layer, Metric, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import { withDeadline } from "../http/ResponseMiddleware.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import * as Metrics from "./Metrics.ts"
 
@@ -19,6 +20,9 @@ export class MetricsListener extends Context.Service<
   MetricsListener,
   { readonly address: Option.Option<{ readonly host: string; readonly port: number }> }
 >()("@kassa/server/observability/MetricsListener") {}
+
+/** Longest a scrape waits for the backlog count. */
+export const backlogTimeout = Duration.seconds(2)
 
 const contentType = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -34,7 +38,11 @@ export const layer = Layer.effect(
 
     /** Gauges read now: the backlog (a failed read leaves the last values) and the loop delay since the last scrape. */
     const refresh = Effect.gen(function* () {
-      const backlog = yield* deliveries.backlog.pipe(Effect.option)
+      // Bounded like a health check: a database that does not answer leaves the last values, it never holds a scrape.
+      const backlog = yield* withDeadline(deliveries.backlog, backlogTimeout).pipe(
+        Effect.option,
+        Effect.map(Option.flatten)
+      )
       if (Option.isSome(backlog)) {
         yield* Metric.update(Metrics.webhookBacklogDue, backlog.value.due)
         yield* Metric.update(Metrics.webhookBacklogOverdue, backlog.value.overdue)
