@@ -2,10 +2,10 @@
  * Nothing waits on the database without a bound (issue 11 §3): a request past its deadline gets 503 `server_error`
  * with `Retry-After`, `/healthz` fails fast, and once the database answers again the API recovers by itself.
  */
-import { Deferred, Duration, Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { Duration } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { type FreezableProxy, startFreezableProxy } from "./support/FreezableProxy.ts"
+import { holdDatabase } from "./support/HeldDatabase.ts"
 import { databases, postgresUrl, type RunningServer, startServer } from "./support/TestServer.ts"
 
 const deadline = Duration.seconds(2)
@@ -37,23 +37,9 @@ describe.each(databases)("request deadline on %s", (database) => {
   afterAll(() => server.close())
 
   it("a request stuck behind a held database answers 503 server_error with Retry-After, then the API recovers", async () => {
-    const release = Effect.runSync(Deferred.make<void>())
-    const held = Effect.runSync(Deferred.make<void>())
     // PGlite has one connection: a transaction holding it leaves every request waiting for the pool. On PostgreSQL an
     // exclusive lock on api_keys leaves every authenticated request waiting on the lock.
-    const holding = server.run(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql.withTransaction(
-          Effect.gen(function* () {
-            if (database === "postgres") yield* sql`LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`
-            yield* Deferred.succeed(held, undefined)
-            yield* Deferred.await(release)
-          })
-        )
-      })
-    )
-    await Effect.runPromise(Deferred.await(held))
+    const release = await holdDatabase(server, database, "api_keys")
     try {
       const stuck = await Promise.all([
         server.request("/api/v1/payments", { key: testKey }),
@@ -66,8 +52,7 @@ describe.each(databases)("request deadline on %s", (database) => {
       for (const response of stuck) expectOverDeadline(response)
       if (database === "pglite") expectOverDeadline(await server.request("/healthz"))
     } finally {
-      Effect.runSync(Deferred.succeed(release, undefined))
-      await holding
+      await release()
     }
     await waitUntilHealthy(server, testKey)
     // The create that ran out of time committed nothing: its work was interrupted behind the 503.

@@ -4,12 +4,12 @@
  * deliveries, provider calls; the delivery backlog read at scrape time through the due-deliveries index; no label
  * carries an id, a key, an e-mail address or an amount.
  */
-import { Deferred, Duration, Effect, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import { Duration, Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backlogTimeout, MetricsListener } from "../src/observability/MetricsServer.ts"
 import { Payments } from "../src/payments/Payments.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
+import { holdDatabase } from "./support/HeldDatabase.ts"
 import { createPayment, paidPayment, pendingPayment, query, refund } from "./support/PaymentFixtures.ts"
 import { capturePlans, indexesOf, seqScansOf } from "./support/PlanCapture.ts"
 import { databases, freePort, type RunningServer, startServer } from "./support/TestServer.ts"
@@ -211,29 +211,14 @@ describe.each(databases)("metrics on %s", (database) => {
   it("a database that does not answer never holds a scrape: it answers within its bound, the backlog as last read", async () => {
     const before = (await scrape()).samples
     // PGlite's one connection is held; on PostgreSQL the deliveries table is locked.
-    const release = Effect.runSync(Deferred.make<void>())
-    const held = Effect.runSync(Deferred.make<void>())
-    const holding = server.run(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql.withTransaction(
-          Effect.gen(function* () {
-            if (database === "postgres") yield* sql`LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE`
-            yield* Deferred.succeed(held, undefined)
-            yield* Deferred.await(release)
-          })
-        )
-      })
-    )
+    const release = await holdDatabase(server, database, "deliveries")
     try {
-      await Effect.runPromise(Deferred.await(held))
       const started = Date.now()
       const { samples } = await scrape()
       expect(Date.now() - started).toBeLessThan(Duration.toMillis(backlogTimeout) + 3000)
       expect(sampleValue(samples, "kassa_webhook_backlog_due")).toBe(sampleValue(before, "kassa_webhook_backlog_due"))
     } finally {
-      Effect.runSync(Deferred.succeed(release, undefined))
-      await holding
+      await release()
     }
   })
 

@@ -8,9 +8,9 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Deferred, Duration, Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { Duration } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
+import { holdDatabase } from "./support/HeldDatabase.ts"
 import { query } from "./support/PaymentFixtures.ts"
 import { databases, freePort, startServer } from "./support/TestServer.ts"
 
@@ -51,22 +51,8 @@ describe.each(databases)("probes on %s", (database) => {
   it("/readyz answers 503 within its bound when the database does not answer; /livez still 200", async () => {
     const server = await startServer(database)
     // PGlite's one connection is held; on PostgreSQL the migrations table is locked.
-    const release = Effect.runSync(Deferred.make<void>())
-    const held = Effect.runSync(Deferred.make<void>())
-    const holding = server.run(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql.withTransaction(
-          Effect.gen(function* () {
-            if (database === "postgres") yield* sql`LOCK TABLE kassa_migrations IN ACCESS EXCLUSIVE MODE`
-            yield* Deferred.succeed(held, undefined)
-            yield* Deferred.await(release)
-          })
-        )
-      })
-    )
+    const release = await holdDatabase(server, database, "kassa_migrations")
     try {
-      await Effect.runPromise(Deferred.await(held))
       const started = Date.now()
       const ready = await server.request("/readyz")
       expect(ready.status).toBe(503)
@@ -75,8 +61,7 @@ describe.each(databases)("probes on %s", (database) => {
       expect(Date.now() - started).toBeLessThan(Duration.toMillis(Duration.seconds(10)))
       expect((await server.request("/livez")).status).toBe(200)
     } finally {
-      Effect.runSync(Deferred.succeed(release, undefined))
-      await holding
+      await release()
       await server.close()
     }
   })
@@ -121,6 +106,7 @@ describe("a production process", () => {
     const metricsPort = await freePort()
     const started = start({
       KASSA_ENV: "production",
+      KASSA_ALLOW_EMBEDDED: "1",
       KASSA_PORT: String(port),
       KASSA_METRICS_PORT: String(metricsPort),
       KASSA_DATA_DIR: dataDir,

@@ -4,9 +4,8 @@
  * connection that is about to close; idle connections are closed cleanly, not reset.
  */
 import { connect, type Socket } from "node:net"
-import { Deferred, Effect } from "effect"
-import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
+import { holdDatabase } from "./support/HeldDatabase.ts"
 import { databases, startServer } from "./support/TestServer.ts"
 
 interface Connection {
@@ -88,21 +87,7 @@ describe.each(databases)("keep-alive and shutdown on %s", (database) => {
     expect((await idle.next()).status).toBe(200)
 
     // A request held in flight: PGlite's one connection is taken, or PostgreSQL's api_keys locked.
-    const release = Effect.runSync(Deferred.make<void>())
-    const held = Effect.runSync(Deferred.make<void>())
-    const holding = server.run(
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql.withTransaction(
-          Effect.gen(function* () {
-            if (database === "postgres") yield* sql`LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`
-            yield* Deferred.succeed(held, undefined)
-            yield* Deferred.await(release)
-          })
-        )
-      })
-    )
-    await Effect.runPromise(Deferred.await(held))
+    const release = await holdDatabase(server, database, "api_keys")
     const busy = await open(server.baseUrl)
     busy.socket.write(get("/api/v1/payments", testKey))
     const answer = busy.next()
@@ -112,8 +97,7 @@ describe.each(databases)("keep-alive and shutdown on %s", (database) => {
     const stopping = server.close()
     // The idle connection is closed at once, without a reset.
     expect(await idle.closed).toEqual({ error: undefined })
-    Effect.runSync(Deferred.succeed(release, undefined))
-    await holding
+    await release()
     const finished = await answer
     expect(finished.status).toBe(200)
     expect(finished.headers.get("connection")).toBe("close")
