@@ -428,6 +428,8 @@ export class PaymentRepository extends Context.Service<
         sql`
           SELECT * FROM payments
           WHERE status = 'pending' AND expires_at <= ${toDate(options.now)}
+            -- A live payment with a provider checkout is decided by its provider (decisions §10), never lazily.
+            AND NOT EXISTS (SELECT 1 FROM provider_payments pp WHERE pp.payment_id = payments.id)
           ORDER BY expires_at
           LIMIT ${options.limit}
           FOR UPDATE SKIP LOCKED
@@ -439,6 +441,7 @@ export class PaymentRepository extends Context.Service<
           : sql`
               SELECT * FROM payments
               WHERE ${sql.in("id", ids)} AND status = 'pending' AND expires_at <= ${toDate(now)}
+                AND NOT EXISTS (SELECT 1 FROM provider_payments pp WHERE pp.payment_id = payments.id)
               ORDER BY id
               FOR UPDATE
             `.pipe(Effect.flatMap(withRefunds), Effect.orDie)

@@ -5,6 +5,7 @@
  * server provides so that tests can put a recording provider in its place.
  */
 import { Layer } from "effect"
+import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
 import { EventOutbox } from "./EventOutbox.ts"
 import { ExpirySweeper } from "./ExpirySweeper.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
@@ -13,5 +14,7 @@ import { Payments } from "./Payments.ts"
 
 export const layer = ExpirySweeper.layer.pipe(
   Layer.provideMerge(Payments.layer),
-  Layer.provideMerge(Layer.mergeAll(PaymentRepository.layer, EventOutbox.layer, IdempotencyStore.layer))
+  Layer.provideMerge(
+    Layer.mergeAll(PaymentRepository.layer, EventOutbox.layer, IdempotencyStore.layer, LiveCheckouts.layer)
+  )
 )

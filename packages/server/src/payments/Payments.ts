@@ -12,12 +12,15 @@
  *   `Result` and it is raised only after the commit.
  */
 import { ApiError, CreatePayment, Ids, Payment, PaymentStateMachine, RefundRules, RequestValidation } from "@kassa/core"
-import { Context, DateTime, Effect, Layer, Option, Result } from "effect"
+import { Context, DateTime, Duration, Effect, Layer, Option, Result } from "effect"
 import { SecureRandom } from "effect/crypto"
 import { SqlClient } from "effect/sql"
 import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
+import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
+import { ProviderConnector } from "../providers/ProviderConnector.ts"
+import { ProviderLinks, type StoredLink } from "../providers/ProviderLinks.ts"
 import { EventOutbox } from "./EventOutbox.ts"
 import type { Claim } from "./IdempotencyStore.ts"
 import { PaymentProvider } from "./PaymentProvider.ts"
@@ -67,6 +70,16 @@ export interface PaymentPage {
 export interface CheckoutView {
   readonly payment: Payment.Payment
   readonly methods: ReadonlyArray<string>
+}
+
+/** Stripe's checkout window is 30 minutes to 24 hours from creation; a minute's margin covers the call's transit. */
+const providerWindow = { min: Duration.minutes(31), max: Duration.subtract(Duration.hours(24), Duration.minutes(1)) }
+
+/** The payment's `expires_at` clamped to the provider's window (decisions §10). */
+export const providerExpiry = (expiresAt: DateTime.Utc, now: DateTime.Utc): DateTime.Utc => {
+  const earliest = DateTime.addDuration(now, providerWindow.min)
+  const latest = DateTime.addDuration(now, providerWindow.max)
+  return DateTime.min(DateTime.max(expiresAt, earliest), latest)
 }
 
 export class Payments extends Context.Service<
@@ -144,6 +157,9 @@ export class Payments extends Context.Service<
       const outbox = yield* EventOutbox
       const provider = yield* PaymentProvider
       const applications = yield* ApplicationRepository
+      const links = yield* ProviderLinks
+      const connector = yield* ProviderConnector
+      const checkouts = yield* LiveCheckouts
       const random = yield* SecureRandom.SecureRandom
       const { baseUrl } = yield* ServerConfig
       const docsUrl = `${baseUrl}/docs/refunds`
@@ -179,8 +195,18 @@ export class Payments extends Context.Service<
           return after
         })
 
-      /** Lazy expiry of a locked payment. */
-      const observe = (stored: StoredPayment, now: DateTime.Utc) => {
+      /**
+       * Lazy expiry of a locked payment. A live payment with a provider checkout is never expired here: its provider
+       * decides, because money may already have moved (decisions §10, "Expiry and cancel ask Stripe first").
+       */
+      const observe = (stored: StoredPayment, now: DateTime.Utc) =>
+        stored.payment.mode === "live" && PaymentStateMachine.isDue(stored.payment, now)
+          ? Effect.flatMap(checkouts.find(stored.payment.id), (checkout) =>
+              Option.isSome(checkout) ? Effect.succeed(stored) : observeDue(stored, now)
+            )
+          : observeDue(stored, now)
+
+      const observeDue = (stored: StoredPayment, now: DateTime.Utc) => {
         const transition = PaymentStateMachine.observe(stored.payment, now)
         // Counted inside the transaction that expires it: only a failed commit (a database error) would overcount.
         return transition.events.length === 0
@@ -256,6 +282,119 @@ export class Payments extends Context.Service<
               })
             )
           : Result.succeed(stored.payment)
+
+      /**
+       * A live create with a linked provider account (decisions §10, "Create with a live key"), after rule 5 passed:
+       * the `pending` payment and its `opening` checkout row commit together; the provider is called after that
+       * commit (outside any transaction of this create — but with an Idempotency-Key the whole create runs inside the
+       * key's transaction, see IdempotencyStore); then the session is stored, or the payment fails with its event.
+       */
+      const openLive = Effect.fnUntraced(
+        function* (input: {
+          readonly link: StoredLink
+          readonly id: Ids.PaymentId
+          readonly scope: Scope
+          readonly draft: CreatePayment.PaymentDraft
+          readonly ttlSeconds: number
+          readonly key: string | null
+        }) {
+          const { link, id, scope, draft } = input
+          const now = yield* DateTime.now
+          const transition = PaymentStateMachine.create({
+            id,
+            mode: "live",
+            draft,
+            checkoutUrl: `${baseUrl}/checkout/${id}`,
+            ttlSeconds: input.ttlSeconds,
+            now,
+            provider: "accepted"
+          })
+          // Scoped to application and mode, so two merchants' (or one merchant's test and live) keys never meet.
+          const idempotencyKey =
+            input.key === null
+              ? `kassa:${scope.applicationId}:live:payment:${id}`
+              : `kassa:${scope.applicationId}:live:${input.key}`
+          const stored = yield* sql
+            .withTransaction(
+              Effect.gen(function* () {
+                yield* repo.insert(
+                  transition.payment,
+                  { applicationId: scope.applicationId, idempotencyKey: input.key },
+                  now
+                )
+                yield* checkouts.insertOpening({ paymentId: id, linkId: link.id, idempotencyKey, now })
+              })
+            )
+            .pipe(Effect.result)
+          if (Result.isFailure(stored)) {
+            // A concurrent create committed this order reference after our check; the unique index caught it.
+            const winner = yield* repo.findBlocking(scope, draft.order_reference)
+            const refusal = CreatePayment.checkOrderReference(
+              Option.match(winner, { onNone: () => null, onSome: (winnerId) => ({ id: winnerId }) })
+            )
+            if (Result.isFailure(refusal)) return Result.fail(refusal.failure)
+            return yield* Effect.die(new Error("order reference conflict without a blocking payment"))
+          }
+          const opened = yield* connector
+            .open(links.access(link), {
+              paymentId: id,
+              amount: draft.amount,
+              currency: draft.currency,
+              method: draft.method,
+              name: draft.description ?? draft.order_reference,
+              locale: draft.locale,
+              customerEmail: draft.customer.email,
+              returnUrl: `${baseUrl}/checkout/${id}/return`,
+              expiresAt: providerExpiry(transition.payment.expires_at, now),
+              idempotencyKey
+            })
+            .pipe(Effect.result)
+          const after = yield* DateTime.now
+          if (Result.isSuccess(opened) && opened.success._tag === "Opened") {
+            const session = opened.success
+            yield* checkouts.opened({
+              paymentId: id,
+              sessionId: session.sessionId,
+              url: session.url,
+              expiresAt: session.expiresAt,
+              now: after
+            })
+            return Result.succeed<Payment.Payment>(transition.payment)
+          }
+          // Refused (4xx), failed or no answer in 10 s: the payment is failed, with its event, in one transaction.
+          const said = Result.isSuccess(opened)
+            ? opened.success
+            : {
+                _tag: "Refused",
+                status: opened.failure.status,
+                code: opened.failure.code,
+                message: opened.failure.message
+              }
+          yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const locked = yield* repo.lock(id, undefined, "wait")
+              if (Option.isSome(locked)) {
+                const failed = PaymentStateMachine.settle(locked.value.payment, "failed", { now: after })
+                if (Result.isSuccess(failed)) yield* apply(locked.value, failed.success, after)
+              }
+              yield* checkouts.notOpened(id, said, after)
+            })
+          )
+          yield* Effect.logWarning("Live payment failed: the provider did not open a checkout").pipe(
+            Effect.annotateLogs({ payment_id: id, provider_answer: said._tag })
+          )
+          return Result.fail(
+            new ApiError.ProviderError({
+              message:
+                said._tag === "NoAnswer"
+                  ? "The payment provider did not answer; the payment is stored as failed. Create a new one to retry."
+                  : "The payment provider refused the payment; it is stored as failed. Create a new one to retry.",
+              payment_id: id
+            })
+          )
+        },
+        Effect.catchTag("PaymentBusy", Effect.die)
+      )
 
       const create = Effect.fnUntraced(
         function* (request: CreateRequest) {
@@ -343,6 +482,20 @@ export class Payments extends Context.Service<
             )
             if (Result.isFailure(free)) return Result.fail(free.failure) as Answer
 
+            if (scope.mode === "live") {
+              // Live-enabled means an active provider link (decisions §10); without one, the boundary refuses.
+              const link = yield* links.active(scope.applicationId)
+              if (Option.isSome(link)) {
+                return (yield* openLive({
+                  link: link.value,
+                  id,
+                  scope,
+                  draft,
+                  ttlSeconds: application.payment_ttl_seconds,
+                  key
+                })) as Answer
+              }
+            }
             const { now, transition, refused } = yield* stage(simulated ?? (yield* open))
             const write = Effect.gen(function* () {
               const inserted = yield* Effect.result(insert(transition, now))

@@ -1,0 +1,149 @@
+/**
+ * A live payment's checkout at its provider (`provider_payments`, issue 12 §3): opened in three steps (an `opening`
+ * row with the pending payment; the provider call outside any transaction; the session, or `not_opened`), the
+ * customer's visit (for `payer`), the provider events seen (`provider_events`, dedupe) and disagreements
+ * (`provider_discrepancies`). Plain SQL; callers own the transactions.
+ */
+import type { Ids, ProviderSettlement } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import type { ProviderLinkId } from "./ProviderConnector.ts"
+
+export interface LiveCheckout {
+  readonly paymentId: Ids.PaymentId
+  readonly linkId: ProviderLinkId
+  readonly state: "opening" | "open" | "not_opened"
+  readonly sessionId: string | null
+  readonly checkoutUrl: string | null
+  readonly visit: ProviderSettlement.CheckoutVisit | null
+  readonly closing: ProviderSettlement.ClosePurpose | null
+}
+
+type Row = Readonly<Record<string, unknown>>
+
+const toCheckout = (row: Row): LiveCheckout => ({
+  paymentId: String(row.payment_id) as Ids.PaymentId,
+  linkId: String(row.link_id) as ProviderLinkId,
+  state: row.state as LiveCheckout["state"],
+  sessionId: (row.session_id as string | null) ?? null,
+  checkoutUrl: (row.checkout_url as string | null) ?? null,
+  visit:
+    row.visited_at === null || row.visited_at === undefined
+      ? null
+      : { ip: String(row.visit_ip ?? ""), user_agent: String(row.visit_user_agent ?? "") },
+  closing: (row.closing as ProviderSettlement.ClosePurpose | null) ?? null
+})
+
+const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
+
+export class LiveCheckouts extends Context.Service<
+  LiveCheckouts,
+  {
+    /** The row of a payment just inserted `pending`, before the provider hears of it. */
+    readonly insertOpening: (input: {
+      readonly paymentId: Ids.PaymentId
+      readonly linkId: ProviderLinkId
+      readonly idempotencyKey: string
+      readonly now: DateTime.Utc
+    }) => Effect.Effect<void>
+    /** The provider's session: the checkout is open, the customer can be sent to `url`. */
+    readonly opened: (input: {
+      readonly paymentId: Ids.PaymentId
+      readonly sessionId: string
+      readonly url: string
+      readonly expiresAt: DateTime.Utc
+      readonly now: DateTime.Utc
+    }) => Effect.Effect<void>
+    /** The provider refused or did not answer: the payment is failed, what it said is kept. */
+    readonly notOpened: (paymentId: Ids.PaymentId, answer: unknown, now: DateTime.Utc) => Effect.Effect<void>
+    readonly find: (paymentId: Ids.PaymentId) => Effect.Effect<Option.Option<LiveCheckout>>
+    readonly findBySession: (sessionId: string) => Effect.Effect<Option.Option<LiveCheckout>>
+    /** The checkout visit (the first one counts for `payer`: later ones do not overwrite it). */
+    readonly recordVisit: (
+      paymentId: Ids.PaymentId,
+      visit: ProviderSettlement.CheckoutVisit,
+      now: DateTime.Utc
+    ) => Effect.Effect<void>
+    /** What the provider said at a read, for the operator's page. */
+    readonly recordRead: (paymentId: Ids.PaymentId, answer: unknown, now: DateTime.Utc) => Effect.Effect<void>
+    /** Records an event as seen; false when it was seen before (a duplicate changes nothing twice). */
+    readonly markEventSeen: (
+      linkId: ProviderLinkId,
+      eventId: string,
+      type: string,
+      now: DateTime.Utc
+    ) => Effect.Effect<boolean>
+    readonly recordDiscrepancy: (
+      paymentId: Ids.PaymentId,
+      discrepancy: ProviderSettlement.Discrepancy,
+      now: DateTime.Utc
+    ) => Effect.Effect<void>
+  }
+>()("@kassa/server/providers/LiveCheckouts") {
+  static readonly layer = Layer.effect(
+    LiveCheckouts,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const first = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullishOr(rows[0]), toCheckout)
+      return LiveCheckouts.of({
+        insertOpening: ({ paymentId, linkId, idempotencyKey, now }) =>
+          sql`
+            INSERT INTO provider_payments (payment_id, link_id, state, idempotency_key, created_at, updated_at)
+            VALUES (${paymentId}, ${linkId}, 'opening', ${idempotencyKey}, ${toDate(now)}, ${toDate(now)})
+          `.pipe(Effect.asVoid, Effect.orDie),
+        opened: ({ paymentId, sessionId, url, expiresAt, now }) =>
+          sql`
+            UPDATE provider_payments
+            SET state = 'open', session_id = ${sessionId}, checkout_url = ${url},
+                checkout_expires_at = ${toDate(expiresAt)}, updated_at = ${toDate(now)}
+            WHERE payment_id = ${paymentId}
+          `.pipe(Effect.asVoid, Effect.orDie),
+        notOpened: (paymentId, answer, now) =>
+          sql`
+            UPDATE provider_payments
+            SET state = 'not_opened', last_answer = ${JSON.stringify(answer)}::jsonb, last_read_at = ${toDate(now)},
+                updated_at = ${toDate(now)}
+            WHERE payment_id = ${paymentId}
+          `.pipe(Effect.asVoid, Effect.orDie),
+        find: (paymentId) =>
+          sql<Row>`SELECT * FROM provider_payments WHERE payment_id = ${paymentId}`.pipe(
+            Effect.map(first),
+            Effect.orDie
+          ),
+        findBySession: (sessionId) =>
+          sql<Row>`SELECT * FROM provider_payments WHERE session_id = ${sessionId}`.pipe(
+            Effect.map(first),
+            Effect.orDie
+          ),
+        recordVisit: (paymentId, visit, now) =>
+          sql`
+            UPDATE provider_payments
+            SET visit_ip = ${visit.ip}, visit_user_agent = ${visit.user_agent}, visited_at = ${toDate(now)},
+                updated_at = ${toDate(now)}
+            WHERE payment_id = ${paymentId} AND visited_at IS NULL
+          `.pipe(Effect.asVoid, Effect.orDie),
+        recordRead: (paymentId, answer, now) =>
+          sql`
+            UPDATE provider_payments
+            SET last_answer = ${JSON.stringify(answer)}::jsonb, last_read_at = ${toDate(now)}, updated_at = ${toDate(now)}
+            WHERE payment_id = ${paymentId}
+          `.pipe(Effect.asVoid, Effect.orDie),
+        markEventSeen: (linkId, eventId, type, now) =>
+          sql<{ event_id: string }>`
+            INSERT INTO provider_events (link_id, event_id, type, received_at)
+            VALUES (${linkId}, ${eventId}, ${type}, ${toDate(now)})
+            ON CONFLICT (link_id, event_id) DO NOTHING
+            RETURNING event_id
+          `.pipe(
+            Effect.map((rows) => rows.length > 0),
+            Effect.orDie
+          ),
+        recordDiscrepancy: (paymentId, discrepancy, now) =>
+          sql`
+            INSERT INTO provider_discrepancies (payment_id, refund_id, kind, message, detected_at)
+            VALUES (${paymentId}, ${discrepancy.refund_id}, ${discrepancy.kind}, ${discrepancy.message}, ${toDate(now)})
+          `.pipe(Effect.asVoid, Effect.orDie)
+      })
+    })
+  )
+}

@@ -1,0 +1,179 @@
+/**
+ * Live payments through Stripe (issue 12 §3, decisions §10) over real HTTP, on both databases, with the stateful fake
+ * Stripe behind `KASSA_STRIPE_API_URL` and an application linked through the operator API: create (the session's
+ * parameters, the derived Idempotency-Key, a replay that does not ask again), Stripe refusing, failing or not
+ * answering (502 `provider_error`, `failed`, `payment.failed`), a live create without a link, and lazy expiry leaving
+ * live payments to Stripe.
+ */
+import { Effect } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Payments } from "../src/payments/Payments.ts"
+import { apiVersion } from "../src/providers/StripeConnector.ts"
+import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
+import { linkedApplication } from "./support/LiveLink.ts"
+import {
+  createPayment,
+  eventsOf,
+  expireInDatabase,
+  fetchPayment,
+  paymentsWithReference,
+  query,
+  storedStatus,
+  uniqueReference,
+  type WireError,
+  type WirePayment
+} from "./support/PaymentFixtures.ts"
+import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
+
+describe.each(databases)("live payments on %s", (database) => {
+  let fake: FakeStripe
+  let server: RunningServer
+  beforeAll(async () => {
+    fake = await startFakeStripe({ apiVersion })
+    server = await startServer(database, { stripeApiUrl: fake.url })
+  })
+  afterAll(async () => {
+    await server.close()
+    await fake.close()
+  })
+
+  const sessionCreates = (paymentId?: string) =>
+    fake.requests.filter(
+      (r) =>
+        r.method === "POST" &&
+        r.path === "/v1/checkout/sessions" &&
+        (paymentId === undefined || r.params.client_reference_id === paymentId)
+    )
+
+  const checkoutRow = async (paymentId: string) =>
+    (await query(server, (sql) => sql`SELECT * FROM provider_payments WHERE payment_id = ${paymentId}`))[0]
+
+  it("a linked application's live key creates a pending payment and Stripe gets §10's session", async () => {
+    const shop = await linkedApplication(server, fake)
+    const reference = uniqueReference("live-create")
+    const response = await createPayment(server, shop.liveKey, {
+      amount: 2599,
+      order_reference: reference,
+      description: "Two mugs",
+      customer: { email: "ada@example.org" },
+      locale: "de-DE"
+    })
+    expect(response.status, response.text).toBe(201)
+    const payment = response.body as WirePayment
+    expect(payment).toMatchObject({ status: "pending", mode: "live", amount: 2599 })
+    expect(payment.checkout_url).toBe(`${server.baseUrl}/checkout/${payment.id}`)
+    const [create] = sessionCreates(payment.id)
+    expect(create?.params).toMatchObject({
+      mode: "payment",
+      line_items: [
+        { price_data: { currency: "eur", unit_amount: "2599", product_data: { name: "Two mugs" } }, quantity: "1" }
+      ],
+      client_reference_id: payment.id,
+      metadata: { kassa_payment_id: payment.id },
+      payment_intent_data: { metadata: { kassa_payment_id: payment.id } },
+      success_url: `${server.baseUrl}/checkout/${payment.id}/return`,
+      cancel_url: `${server.baseUrl}/checkout/${payment.id}/return`,
+      customer_email: "ada@example.org",
+      locale: "de"
+    })
+    // Without the merchant's key, Kassa's own is derived from the payment id.
+    expect(create?.idempotencyKey).toBe(`kassa:${shop.application.id}:live:payment:${payment.id}`)
+    // expires_at clamped into Stripe's window (30 min to 24 h): the default lifetime is inside it or clamped up.
+    const expiresAt = Number(create?.params.expires_at)
+    const createdAt = Date.parse(payment.created_at) / 1000
+    expect(expiresAt - createdAt).toBeGreaterThanOrEqual(30 * 60)
+    expect(expiresAt - createdAt).toBeLessThanOrEqual(24 * 60 * 60)
+    const row = await checkoutRow(payment.id)
+    const session = fake.sessions().find((s) => s.client_reference_id === payment.id)
+    expect(row).toMatchObject({ state: "open", session_id: session?.id, checkout_url: session?.url })
+  })
+
+  it("an idempotent replay answers the stored payment and never asks Stripe again; the key is derived from the merchant's", async () => {
+    const shop = await linkedApplication(server, fake)
+    const reference = uniqueReference("live-idem")
+    const key = `idem-${crypto.randomUUID()}`
+    const first = await createPayment(server, shop.liveKey, { order_reference: reference }, { "idempotency-key": key })
+    expect(first.status, first.text).toBe(201)
+    const replay = await createPayment(server, shop.liveKey, { order_reference: reference }, { "idempotency-key": key })
+    expect(replay.status).toBe(201)
+    expect(replay.headers.get("idempotent-replayed")).toBe("true")
+    const id = (first.body as WirePayment).id
+    expect((replay.body as WirePayment).id).toBe(id)
+    expect(sessionCreates(id)).toHaveLength(1)
+    expect(sessionCreates(id)[0]?.idempotencyKey).toBe(`kassa:${shop.application.id}:live:${key}`)
+  })
+
+  it("rule 5 comes first: a live create on a reference a live payment holds never reaches Stripe", async () => {
+    const shop = await linkedApplication(server, fake)
+    const reference = uniqueReference("live-held")
+    const first = await createPayment(server, shop.liveKey, { order_reference: reference })
+    expect(first.status).toBe(201)
+    const before = sessionCreates().length
+    const second = await createPayment(server, shop.liveKey, { order_reference: reference })
+    expect(second.status).toBe(409)
+    expect((second.body as WireError).error).toMatchObject({
+      code: "order_reference_already_paid",
+      payment_id: (first.body as WirePayment).id
+    })
+    expect(sessionCreates()).toHaveLength(before)
+  })
+
+  const expectFailedCreate = async (liveKey: string, reference: string) => {
+    const response = await createPayment(server, liveKey, { order_reference: reference })
+    expect(response.status, response.text).toBe(502)
+    const error = (response.body as WireError).error
+    expect(error.code).toBe("provider_error")
+    const paymentId = String(error.payment_id)
+    expect(await paymentsWithReference(server, reference)).toEqual([{ id: paymentId, status: "failed" }])
+    const events = await eventsOf(server, paymentId)
+    expect(events.map((event) => [event.event, event.deliveries])).toEqual([["payment.failed", 1]])
+    expect(JSON.parse(events[0]?.body ?? "{}").data).toMatchObject({ id: paymentId, status: "failed", mode: "live" })
+    expect(await checkoutRow(paymentId)).toMatchObject({ state: "not_opened", session_id: null })
+    return paymentId
+  }
+
+  for (const [what, fault] of [
+    ["fails (500)", { kind: "status", status: 500 }],
+    ["is rate limited (429)", { kind: "status", status: 429 }],
+    ["refuses (400)", { kind: "status", status: 400 }]
+  ] as const) {
+    it(`Stripe ${what} at create: 502 provider_error with payment_id, the payment failed with payment.failed`, async () => {
+      const shop = await linkedApplication(server, fake)
+      fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, fault)
+      await expectFailedCreate(shop.liveKey, uniqueReference("live-fault"))
+    })
+  }
+
+  it("Stripe does not answer within 10 s at create: 502, failed, payment.failed", { timeout: 30_000 }, async () => {
+    const shop = await linkedApplication(server, fake)
+    fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, { kind: "hang" })
+    await expectFailedCreate(shop.liveKey, uniqueReference("live-timeout"))
+  })
+
+  it("a live create without a link is refused as before: 502 provider_error, stored failed, Stripe never asked", async () => {
+    const { liveKey } = await server.createApplication()
+    const before = sessionCreates().length
+    const reference = uniqueReference("live-unlinked")
+    const response = await createPayment(server, liveKey, { order_reference: reference })
+    expect(response.status).toBe(502)
+    expect((response.body as WireError).error.code).toBe("provider_error")
+    expect(await paymentsWithReference(server, reference)).toEqual([
+      { id: String((response.body as WireError).error.payment_id), status: "failed" }
+    ])
+    expect(sessionCreates()).toHaveLength(before)
+  })
+
+  it("lazy expiry and the sweeper leave a live payment past expires_at to Stripe", async () => {
+    const shop = await linkedApplication(server, fake)
+    const created = await createPayment(server, shop.liveKey)
+    const id = (created.body as WirePayment).id
+    await expireInDatabase(server, id)
+    const fetched = await fetchPayment(server, shop.liveKey, id)
+    expect((fetched.body as WirePayment).status).toBe("pending")
+    const listed = await server.request(`/api/v1/payments?limit=100`, { key: shop.liveKey })
+    expect((listed.body as { data: Array<WirePayment> }).data.find((p) => p.id === id)?.status).toBe("pending")
+    await server.run(Effect.flatMap(Payments, (payments) => payments.expireDue()))
+    expect(await storedStatus(server, id)).toBe("pending")
+    expect(await eventsOf(server, id)).toEqual([])
+  })
+})
