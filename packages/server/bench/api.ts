@@ -17,19 +17,23 @@
  * explained. Rerun that A/B before trusting a small difference.
  */
 
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { NodeCrypto } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { Application } from "@kassa/core"
 import autocannon from "autocannon"
-import { Effect, Layer, Redacted } from "effect"
-import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
-import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
-import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import {
+  cpuSeconds,
+  createPayment,
+  median,
+  root,
+  rssMb,
+  scratchDatabase,
+  secretKey,
+  seedApplication,
+  startProcess,
+  waitFor
+} from "./BenchSupport.ts"
 
-const maintenanceUrl = process.env.KASSA_BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const seconds = Number(process.env.KASSA_BENCH_SECONDS ?? 10)
 const rounds = Number(process.env.KASSA_BENCH_ROUNDS ?? 3)
 const only = process.env.KASSA_BENCH_ONLY
@@ -39,10 +43,7 @@ const picked = (process.env.KASSA_BENCH_SCENARIOS ?? "")
   .split(",")
   .map((name) => name.trim().replace(/\s+/g, " "))
   .filter((name) => name.length > 0)
-const secretKey = "bench-secret-key-0123456789abcdef"
-const database = `kassa_bench_${Date.now()}`
-const databaseUrl = Object.assign(new URL(maintenanceUrl), { pathname: `/${database}` }).toString()
-const root = join(import.meta.dirname, "..")
+const database = scratchDatabase("kassa_bench")
 // Kassa runs with the Node flags of `npm start` (the heap settings in package.json's start script), so the figures are
 // those of the server as operators start it. KASSA_BENCH_NODE_FLAGS replaces them, to compare settings.
 const startFlags = (
@@ -61,58 +62,6 @@ const againstFlags =
     ? nodeFlags
     : process.env.KASSA_BENCH_AGAINST_NODE_FLAGS.split(" ").filter((flag) => flag.length > 0)
 
-const onPostgres = <A, E>(url: string, effect: Effect.Effect<A, E, PgClient.PgClient>) =>
-  Effect.runPromise(
-    effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })), Effect.scoped)
-  )
-
-const startProcess = (
-  args: ReadonlyArray<string>,
-  env: Record<string, string>,
-  // Kassa runs from its build (dist/), as `npm start` does, with its own flags; the baseline from source.
-  flags: ReadonlyArray<string> = ["--conditions=@kassa/source"]
-) => {
-  const child = spawn(process.execPath, [...flags, ...args], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  return child
-}
-
-const waitFor = async (url: string) => {
-  for (let i = 0; i < 300; i++) {
-    try {
-      const response = await fetch(url)
-      if (response.status < 500) return
-    } catch {
-      // not yet listening
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${url} did not answer`)
-}
-
-const rssMb = (child: ChildProcess) => {
-  try {
-    const status = readFileSync(`/proc/${child.pid}/status`, "utf8")
-    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
-    return kb / 1024
-  } catch {
-    return Number.NaN
-  }
-}
-
-/** CPU seconds (user + system) the process has used so far; Linux clock ticks are 1/100 s. */
-const cpuSeconds = (child: ChildProcess) => {
-  try {
-    const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return Number.NaN
-  }
-}
-
 interface Figures {
   readonly rps: number
   /** The server's own CPU time per answered request, in µs: unlike throughput, hardly moved by other load. */
@@ -128,7 +77,7 @@ const load = async (
   options: { url: string; method: "GET" | "POST"; key: string; rate?: number }
 ): Promise<Figures> => {
   let peak = 0
-  const cpuBefore = cpuSeconds(child)
+  const cpuBefore = cpuSeconds(child, Number.NaN)
   const sampler = setInterval(() => {
     peak = Math.max(peak, rssMb(child))
   }, 200)
@@ -154,7 +103,7 @@ const load = async (
   clearInterval(sampler)
   return {
     rps: result.requests.average,
-    cpu: ((cpuSeconds(child) - cpuBefore) / result.requests.total) * 1e6,
+    cpu: ((cpuSeconds(child, Number.NaN) - cpuBefore) / result.requests.total) * 1e6,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.non2xx + result.errors + result.timeouts,
@@ -200,11 +149,6 @@ const scenarioList = (server: Server, key: string, paymentId: string) => {
 }
 type ScenarioName = keyof ReturnType<typeof scenarioList>
 
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN
-}
-
 /** Each figure's median over the rounds (taken separately), errors summed, and the peak RSS of all rounds. */
 const summarize = (runs: ReadonlyArray<Figures>): Figures => {
   const rps = median(runs.map((run) => run.rps))
@@ -222,19 +166,10 @@ const summarize = (runs: ReadonlyArray<Figures>): Figures => {
   }
 }
 
-const admin = (statement: string) =>
-  onPostgres(
-    maintenanceUrl,
-    Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
-      yield* sql.unsafe(statement)
-    })
-  )
-
-await admin(`CREATE DATABASE ${database}`)
+await database.create()
 try {
   const env = {
-    DATABASE_URL: databaseUrl,
+    DATABASE_URL: database.url,
     KASSA_SECRET_KEY: secretKey,
     KASSA_ADMIN_TOKEN: "bench-admin-token",
     KASSA_PORT: "4701",
@@ -242,35 +177,12 @@ try {
     KASSA_ENV: "production",
     KASSA_DATA_DIR: join(root, ".kassa-bench")
   }
+  // Kassa runs from its build (dist/), as `npm start` does, with its own flags; the baseline from source.
   const kassa = startProcess(["dist/main.js"], env, nodeFlags)
-  await waitFor("http://127.0.0.1:4701/healthz")
+  await waitFor("http://127.0.0.1:4701/healthz", (status) => status < 500)
 
-  // One application with a test key; a rate limit high enough not to be what is measured.
-  const { key } = await Effect.runPromise(
-    Effect.gen(function* () {
-      const applications = yield* ApplicationRepository
-      const keys = yield* ApiKeyRepository
-      const application = yield* applications.create(
-        { ...Application.defaults, name: "Bench", status: "active", rate_limit_per_minute: 100_000_000 },
-        "whsec_benchbenchbenchbenchbenchbench12"
-      )
-      return yield* keys.issue(application.id, "test")
-    }).pipe(
-      Effect.provide(
-        Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
-          Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 2 })),
-          Layer.provide(ServerSecrets.layerWith("bench-admin-token", secretKey)),
-          Layer.provide(NodeCrypto.layer)
-        )
-      )
-    )
-  )
-  const created = await fetch("http://127.0.0.1:4701/api/v1/payments", {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ amount: 2500, order_reference: "bench-get" })
-  })
-  const payment = (await created.json()) as { id: string }
+  const { key } = await seedApplication(database.url, "bench-admin-token")
+  const paymentId = await createPayment("http://127.0.0.1:4701", key, "bench-get")
 
   const servers: [
     { readonly name: "kassa" | "base"; readonly server: Server },
@@ -281,13 +193,13 @@ try {
       against === undefined
         ? startProcess(["bench/baseline.ts", "4702"], env)
         : startProcess([against], { ...env, KASSA_PORT: "4702" }, againstFlags)
-    await waitFor("http://127.0.0.1:4702/")
+    await waitFor("http://127.0.0.1:4702/", (status) => status < 500)
     servers.push({ name: "base", server: { child: baseline, base: "http://127.0.0.1:4702" } })
   }
   const idle = Object.fromEntries(servers.map(({ name, server }) => [name, rssMb(server.child)]))
-  for (const { server } of servers) await warmUp(server.base, key, payment.id)
+  for (const { server } of servers) await warmUp(server.base, key, paymentId)
 
-  const names = (Object.keys(scenarioList(servers[0].server, key, payment.id)) as Array<ScenarioName>).filter(
+  const names = (Object.keys(scenarioList(servers[0].server, key, paymentId)) as Array<ScenarioName>).filter(
     (name) => picked.length === 0 || picked.includes(name.replace(/\s+/g, " "))
   )
   const results = new Map<string, Array<Figures>>()
@@ -296,7 +208,7 @@ try {
       // Who goes first alternates too: the first run after a write-heavy phase shares the machine with PostgreSQL's
       // autovacuum of what the previous run inserted (measured: the first of two identical builds lost a third).
       for (const { name: who, server } of round % 2 === 0 ? servers : [...servers].reverse()) {
-        const figures = await scenarioList(server, key, payment.id)[name]()
+        const figures = await scenarioList(server, key, paymentId)[name]()
         results.set(`${who} ${name}`, [...(results.get(`${who} ${name}`) ?? []), figures])
         process.stderr.write(
           `${name} round ${round + 1} ${who}: ${Math.round(figures.rps)} req/s, ${Math.round(figures.cpu)} µs CPU/req, p50 ${figures.p50} p99 ${figures.p99} ms, RSS ${Math.round(figures.rss)} MB\n`
@@ -349,5 +261,5 @@ try {
     `Medians of ${rounds} alternating round(s) of ${seconds} s (RSS: peak over all rounds). Kassa's Node flags: ${nodeFlags.join(" ") || "(none)"}. Targets: throughput ≥ 50 % of baseline; p99 ≤ 20 ms at 500 req/s; RSS ≤ 200 MB.`
   )
 } finally {
-  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  await database.drop()
 }

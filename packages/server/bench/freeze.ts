@@ -12,6 +12,7 @@
 import { Effect } from "effect"
 import { startFreezableProxy } from "../test/support/FreezableProxy.ts"
 import { postgresUrl, startServer } from "../test/support/TestServer.ts"
+import { percentile, sleep } from "./BenchSupport.ts"
 
 const freezeSeconds = Number(process.env.KASSA_FREEZE_SECONDS ?? 20)
 const clients = 20
@@ -58,24 +59,23 @@ const main = async () => {
   const health = async () => {
     while (running) {
       await timed("health", () => server.request("/healthz"))
-      await new Promise((resolve) => setTimeout(resolve, 250))
+      await sleep(250)
     }
   }
   const load = [...Array.from({ length: clients }, client), health()]
-  await new Promise((resolve) => setTimeout(resolve, 5000))
+  await sleep(5000)
   const frozenAt = performance.now()
   proxy.freeze()
-  await new Promise((resolve) => setTimeout(resolve, freezeSeconds * 1000))
+  await sleep(freezeSeconds * 1000)
   proxy.thaw()
   const thawedAt = performance.now()
-  await new Promise((resolve) => setTimeout(resolve, 30_000))
+  await sleep(30_000)
   running = false
   await Promise.all(load)
 
   const during = samples.filter((sample) => sample.startedAt >= frozenAt && sample.startedAt < thawedAt)
   const durations = during.map((sample) => sample.endedAt - sample.startedAt).sort((a, b) => a - b)
-  const percentile = (p: number) =>
-    Math.round(durations[Math.min(durations.length - 1, Math.floor(p * durations.length))] ?? 0)
+  const answerMs = (p: number) => Math.round(percentile(durations, p))
   const statuses = (list: ReadonlyArray<Sample>) =>
     Object.entries(
       list.reduce<Record<string, number>>((counts, sample) => {
@@ -100,7 +100,7 @@ const main = async () => {
     .sort((a, b) => b.endedAt - a.endedAt)[0]
   console.log(`freeze: ${freezeSeconds} s, ${clients} clients + /healthz every 250 ms`)
   console.log(`requests started during the freeze: ${during.length} (${statuses(during)})`)
-  console.log(`  answer time: median ${percentile(0.5)} ms, p95 ${percentile(0.95)} ms, max ${percentile(1)} ms`)
+  console.log(`  answer time: median ${answerMs(0.5)} ms, p95 ${answerMs(0.95)} ms, max ${answerMs(1)} ms`)
   console.log(`  /healthz answer time: max ${Math.round(Math.max(0, ...healthDuring))} ms`)
   console.log(
     `after the thaw: first /healthz 200 ${firstOk("health")}, first list 200 ${firstOk("list")}, first create 201 ${firstOk("create")}`

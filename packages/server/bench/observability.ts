@@ -20,57 +20,26 @@
  * Settings: KASSA_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), KASSA_BENCH_SECONDS (8),
  * KASSA_BENCH_ROUNDS (3).
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import type { ChildProcess } from "node:child_process"
 import { createServer } from "node:http"
-import { join } from "node:path"
-import { NodeCrypto } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { Application } from "@kassa/core"
 import autocannon from "autocannon"
-import { Effect, Layer, Redacted } from "effect"
-import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
-import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
-import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import {
+  cpuSeconds,
+  createPayment,
+  median,
+  scratchDatabase,
+  secretKey,
+  seedApplication,
+  sleep,
+  startProcess,
+  waitFor
+} from "./BenchSupport.ts"
 
-const maintenanceUrl = process.env.KASSA_BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const seconds = Number(process.env.KASSA_BENCH_SECONDS ?? 8)
 const rounds = Number(process.env.KASSA_BENCH_ROUNDS ?? 3)
-const secretKey = "bench-secret-key-0123456789abcdef"
-const database = `kassa_obs_bench_${Date.now()}`
-const databaseUrl = Object.assign(new URL(maintenanceUrl), { pathname: `/${database}` }).toString()
-const root = join(import.meta.dirname, "..")
-
-const onPostgres = <A, E>(url: string, effect: Effect.Effect<A, E, PgClient.PgClient>) =>
-  Effect.runPromise(
-    effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })), Effect.scoped)
-  )
-const admin = (statement: string) =>
-  onPostgres(
-    maintenanceUrl,
-    Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
-      yield* sql.unsafe(statement)
-    })
-  )
-
-/** CPU seconds (user + system) the process has used so far; Linux clock ticks are 1/100 s. */
-const cpuSeconds = (child: ChildProcess) => {
-  const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
-  return (Number(fields[11]) + Number(fields[12])) / 100
-}
-
-const waitFor = async (url: string) => {
-  for (let i = 0; i < 600; i++) {
-    const status = await fetch(url).then(
-      (response) => response.status,
-      () => 0
-    )
-    if (status === 200) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${url} did not answer`)
-}
+const database = scratchDatabase("kassa_obs_bench")
+const adminToken = "bench-admin-token-0123456789abcdef"
+const up = (status: number) => status === 200
 
 // The OTLP sink: answers 200 and counts requests and bytes.
 let sinkRequests = 0
@@ -87,67 +56,34 @@ const sink = createServer((request, response) => {
 await new Promise<void>((resolve) => sink.listen(4723, "127.0.0.1", resolve))
 
 const start = (port: number, extra: Record<string, string>) =>
-  spawn(
-    process.execPath,
-    ["--conditions=@kassa/source", "--max-semi-space-size=4", "--max-old-space-size=256", "src/main.ts"],
+  startProcess(
+    ["src/main.ts"],
     {
-      cwd: root,
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        KASSA_SECRET_KEY: secretKey,
-        KASSA_ADMIN_TOKEN: "bench-admin-token-0123456789abcdef",
-        KASSA_PORT: String(port),
-        KASSA_ENV: "production",
-        ...extra
-      },
-      stdio: ["ignore", "ignore", "inherit"]
-    }
+      DATABASE_URL: database.url,
+      KASSA_SECRET_KEY: secretKey,
+      KASSA_ADMIN_TOKEN: adminToken,
+      KASSA_PORT: String(port),
+      KASSA_ENV: "production",
+      ...extra
+    },
+    ["--conditions=@kassa/source", "--max-semi-space-size=4", "--max-old-space-size=256"]
   )
 
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN
-}
-
-await admin(`CREATE DATABASE ${database}`)
+await database.create()
 const children: Array<ChildProcess> = []
 try {
   const plain = start(4721, {})
   children.push(plain)
-  await waitFor("http://127.0.0.1:4721/readyz")
+  await waitFor("http://127.0.0.1:4721/readyz", up, 600)
   const observed = start(4722, { KASSA_METRICS_PORT: "4724", KASSA_OTLP_URL: "http://127.0.0.1:4723" })
   children.push(observed)
-  await waitFor("http://127.0.0.1:4722/readyz")
+  await waitFor("http://127.0.0.1:4722/readyz", up, 600)
   const sampledServer = start(4725, { KASSA_OTLP_URL: "http://127.0.0.1:4723", KASSA_OTLP_SAMPLE_RATIO: "0.1" })
   children.push(sampledServer)
-  await waitFor("http://127.0.0.1:4725/readyz")
+  await waitFor("http://127.0.0.1:4725/readyz", up, 600)
 
-  const { key } = await Effect.runPromise(
-    Effect.gen(function* () {
-      const applications = yield* ApplicationRepository
-      const keys = yield* ApiKeyRepository
-      const application = yield* applications.create(
-        { ...Application.defaults, name: "Bench", status: "active", rate_limit_per_minute: 100_000_000 },
-        "whsec_benchbenchbenchbenchbenchbench12"
-      )
-      return yield* keys.issue(application.id, "test")
-    }).pipe(
-      Effect.provide(
-        Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
-          Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 2 })),
-          Layer.provide(ServerSecrets.layerWith("bench-admin-token-0123456789abcdef", secretKey)),
-          Layer.provide(NodeCrypto.layer)
-        )
-      )
-    )
-  )
-  const created = await fetch("http://127.0.0.1:4721/api/v1/payments", {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ amount: 2500, order_reference: "bench-get" })
-  })
-  const { id } = (await created.json()) as { id: string }
+  const { key } = await seedApplication(database.url, adminToken)
+  const id = await createPayment("http://127.0.0.1:4721", key, "bench-get")
   const headers = { authorization: `Bearer ${key}`, accept: "application/json" }
 
   interface Run {
@@ -244,7 +180,7 @@ try {
   )
 } finally {
   for (const child of children) child.kill("SIGTERM")
-  await new Promise((resolve) => setTimeout(resolve, 2000))
+  await sleep(2000)
   sink.close()
-  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  await database.drop()
 }

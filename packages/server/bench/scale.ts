@@ -23,6 +23,7 @@ import { Payments } from "../src/payments/Payments.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { capturePlans, indexesOf, seqScansOf } from "../test/support/PlanCapture.ts"
 import { postgresUrl, startServer } from "../test/support/TestServer.ts"
+import { sleep } from "./BenchSupport.ts"
 
 const total = Number(process.env.KASSA_SCALE_PAYMENTS ?? 1_000_000)
 const parts = process.env.KASSA_SCALE_PARTS ?? "abc"
@@ -38,6 +39,7 @@ const sql = (statement: string) => {
   return Promise.resolve()
 }
 const ms = (start: number) => Math.round(performance.now() - start)
+// Not BenchSupport.median: this one takes the upper middle value of an even count (timed runs an odd count).
 const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
 const timed = async (run: () => Promise<unknown>, times = 5) => {
   const runs: Array<number> = []
@@ -202,14 +204,14 @@ try {
     await sql(`ANALYZE payments`)
     start = performance.now()
     const sweeping = server.run(ExpirySweeper.use((sweeper) => sweeper.sweep)).then(() => ms(start))
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    await sleep(200)
     const listStart = performance.now()
     await list(second.liveKey, "?limit=10")
     console.log(`(b) GET /api/v1/payments?limit=10 during the backlog: ${ms(listStart)} ms`)
     const round = await sweeping
     // This round ends when its last batch comes back short; a batch the server's own fiber holds may still be running.
     const due = `SELECT count(*)::int AS n FROM payments WHERE status = 'pending' AND expires_at <= now()`
-    while (Number((await query(due))[0]?.n) > 0) await new Promise((resolve) => setTimeout(resolve, 50))
+    while (Number((await query(due))[0]?.n) > 0) await sleep(50)
     const swept = ms(start)
     console.log(`(b) the sweep round called here returned after ${round} ms`)
     const left = await query(due)

@@ -7,6 +7,7 @@
  * from an address of its own (a botnet: only the hasher's bounded queue holds then).
  */
 import { startServer } from "../test/support/TestServer.ts"
+import { sleep } from "./BenchSupport.ts"
 
 const database = process.argv[2] === "postgres" ? "postgres" : "pglite"
 const rounds = Number(process.env.KASSA_BENCH_ROUNDS ?? 3)
@@ -65,7 +66,7 @@ for (let round = 1; round <= rounds; round++) {
     post(one, spread ? `203.0.${round}.${index + 1}` : attacker, `victim-${index}@shop.example`, "not the password")
   )
   // The real user comes in while the flood is in flight.
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await sleep(50)
   const real = await post(user, `198.51.100.${round + 1}`, email, password)
   const answers = await Promise.all(wrong)
   const statuses = new Map<number, number>()
@@ -74,7 +75,7 @@ for (let round = 1; round <= rounds; round++) {
     `round ${round}: real user ${real.ms.toFixed(0)} ms (${real.status}); flood of ${flood} done after ${(performance.now() - started).toFixed(0)} ms, answers ${[...statuses].map(([status, count]) => `${count}×${status}`).join(", ")}`
   )
   // Let the hasher's queue drain before the next round.
-  await new Promise((resolve) => setTimeout(resolve, 1000))
+  await sleep(1000)
 }
 
 await server.close()

@@ -15,36 +15,31 @@
  * Settings: KASSA_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), KASSA_BENCH_EVENTS (20000).
  */
 
-import { spawn } from "node:child_process"
 import { createServer, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Application } from "@kassa/core"
-import { Array as Arr, Effect, Fiber, Layer, Redacted } from "effect"
+import { Array as Arr, Effect, Fiber, Redacted } from "effect"
 import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
 import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
-import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import {
+  createPayment,
+  percentile,
+  repositories,
+  root,
+  scratchDatabase,
+  secretKey,
+  sleep,
+  startProcess,
+  waitFor
+} from "./BenchSupport.ts"
 
-const maintenanceUrl = process.env.KASSA_BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const backlog = Number(process.env.KASSA_BENCH_EVENTS ?? 20_000)
-const secretKey = "bench-secret-key-0123456789abcdef"
-const database = `kassa_bench_webhooks_${Date.now()}`
-const databaseUrl = Object.assign(new URL(maintenanceUrl), { pathname: `/${database}` }).toString()
-const root = join(import.meta.dirname, "..")
+const database = scratchDatabase("kassa_bench_webhooks")
+const databaseUrl = database.url
 const port = 4711
 const applicationCount = 20
-
-const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
-
-const admin = (statement: string) =>
-  Effect.runPromise(
-    Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
-      yield* sql.unsafe(statement)
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(maintenanceUrl), maxConnections: 1 })), Effect.scoped)
-  )
 
 // ---- The receiver: records when each event id arrived; paths in `hanging` never answer.
 const arrivals = new Map<string, number>()
@@ -70,30 +65,18 @@ receiver.keepAliveTimeout = 60_000
 await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
 const receiverBase = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`
 
-await admin(`CREATE DATABASE ${database}`)
-const child = spawn(process.execPath, ["--conditions=@kassa/source", "src/main.ts"], {
-  cwd: root,
-  env: {
-    ...process.env,
-    DATABASE_URL: databaseUrl,
-    KASSA_SECRET_KEY: secretKey,
-    KASSA_ADMIN_TOKEN: "bench-admin-token",
-    KASSA_PORT: String(port),
-    KASSA_ENV: "development",
-    KASSA_DATA_DIR: join(root, ".kassa-bench")
-  },
-  stdio: ["ignore", "ignore", "inherit"]
+await database.create()
+const child = startProcess(["src/main.ts"], {
+  DATABASE_URL: databaseUrl,
+  KASSA_SECRET_KEY: secretKey,
+  KASSA_ADMIN_TOKEN: "bench-admin-token",
+  KASSA_PORT: String(port),
+  KASSA_ENV: "development",
+  KASSA_DATA_DIR: join(root, ".kassa-bench")
 })
 
 try {
-  for (let i = 0; ; i++) {
-    const healthy = await fetch(`http://127.0.0.1:${port}/healthz`)
-      .then((response) => response.ok)
-      .catch(() => false)
-    if (healthy) break
-    if (i > 300) throw new Error("Kassa did not start")
-    await sleep(100)
-  }
+  await waitFor(`http://127.0.0.1:${port}/healthz`, (status) => status >= 200 && status < 300)
 
   // ---- Fixture: 20 applications, each with its own URL on the receiver, and one payment the events belong to.
   const { applications, key } = await Effect.runPromise(
@@ -115,22 +98,9 @@ try {
       if (first === undefined) return yield* Effect.die(new Error("no application"))
       const issued = yield* (yield* ApiKeyRepository).issue(first.id, "test")
       return { applications: created.map((application) => application.id), key: issued.key }
-    }).pipe(
-      Effect.provide(
-        Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
-          Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 2 })),
-          Layer.provide(ServerSecrets.layerWith("bench-admin-token", secretKey)),
-          Layer.provide(NodeCrypto.layer)
-        )
-      )
-    )
+    }).pipe(Effect.provide(repositories(databaseUrl, "bench-admin-token")))
   )
-  const created = await fetch(`http://127.0.0.1:${port}/api/v1/payments`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: JSON.stringify({ amount: 2500, order_reference: "bench-webhooks" })
-  })
-  const paymentId = ((await created.json()) as { id: string }).id
+  const paymentId = await createPayment(`http://127.0.0.1:${port}`, key, "bench-webhooks")
 
   const pool = PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 8 })
   const rowsFor = (count: number, offset: number) => {
@@ -175,7 +145,7 @@ try {
       return ids
     })
 
-  const waitFor = async (ids: ReadonlyArray<string>, timeoutMs: number) => {
+  const waitForArrivals = async (ids: ReadonlyArray<string>, timeoutMs: number) => {
     const deadline = Date.now() + timeoutMs
     while (ids.some((id) => !arrivals.has(id))) {
       if (Date.now() > deadline) throw new Error("deliveries did not arrive in time")
@@ -200,7 +170,7 @@ try {
         )
         const committed = performance.now()
         const expected = ids.filter((_, index) => shouldArrive(index))
-        const last = yield* Effect.promise(() => waitFor(expected, 120_000))
+        const last = yield* Effect.promise(() => waitForArrivals(expected, 120_000))
         return { rate: expected.length / ((last - committed) / 1000), insertMs: committed - started }
       }).pipe(Effect.provide(pool), Effect.scoped)
     )
@@ -234,12 +204,11 @@ try {
         )
       }
       yield* Fiber.joinAll(fibers)
-      yield* Effect.promise(() => waitFor([...commits.keys()], 30_000))
+      yield* Effect.promise(() => waitForArrivals([...commits.keys()], 30_000))
       return [...commits].map(([id, committed]) => (arrivals.get(id) ?? 0) - committed).sort((a, b) => a - b)
     }).pipe(Effect.provide(pool), Effect.scoped)
   )
-  const percentile = (p: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0
+  const latency = (p: number) => percentile(latencies, p / 100)
 
   // 3. The same backlog with 2 of the 20 URLs hanging.
   hanging.add("/app-0")
@@ -254,7 +223,7 @@ try {
     },
     {
       scenario: "first-attempt latency at 200 events/s (2,000 events)",
-      figure: `p50 ${percentile(50).toFixed(1)} ms, p99 ${percentile(99).toFixed(1)} ms, max ${percentile(100).toFixed(1)} ms`,
+      figure: `p50 ${latency(50).toFixed(1)} ms, p99 ${latency(99).toFixed(1)} ms, max ${latency(100).toFixed(1)} ms`,
       target: "p99 ≤ 250 ms"
     },
     {
@@ -269,5 +238,5 @@ try {
   for (const response of held) response.destroy()
   receiver.closeAllConnections()
   receiver.close()
-  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+  await database.drop()
 }

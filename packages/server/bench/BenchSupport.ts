@@ -1,0 +1,146 @@
+/**
+ * What the by-hand benchmarks share: the scratch database on KASSA_BENCH_DATABASE_URL (created, dropped), starting a
+ * server process, waiting for it to answer, reading its CPU time and RSS from /proc, seeding an application with a
+ * test key through the repositories, creating the payment a bench reads, and the small statistics (median,
+ * percentile). Only logic that is the same in every bench lives here; where benches differ (what answer counts as
+ * up, how long to wait, what a vanished process reads as), the difference is a parameter.
+ *
+ * Not imported by bench/baseline.ts: the baseline is a server whose RSS is measured, so it keeps to its own imports.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { NodeCrypto } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Application } from "@kassa/core"
+import { Effect, Layer, Redacted } from "effect"
+import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
+import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
+import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+
+/** The server package's directory: where server processes run. */
+export const root = join(import.meta.dirname, "..")
+/** The database the scratch database is created from (and dropped through). */
+export const maintenanceUrl = process.env.KASSA_BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+/** KASSA_SECRET_KEY of every bench's servers; the seeding below hashes keys with it, so the two must agree. */
+export const secretKey = "bench-secret-key-0123456789abcdef"
+
+export const sleep = (millis: number) => new Promise<void>((resolve) => setTimeout(resolve, millis))
+
+export const onPostgres = <A, E>(url: string, effect: Effect.Effect<A, E, PgClient.PgClient>) =>
+  Effect.runPromise(
+    effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })), Effect.scoped)
+  )
+
+/** One statement on the maintenance database (CREATE/DROP DATABASE cannot run in the database they name). */
+export const admin = (statement: string) =>
+  onPostgres(
+    maintenanceUrl,
+    Effect.gen(function* () {
+      const sql = yield* PgClient.PgClient
+      yield* sql.unsafe(statement)
+    })
+  )
+
+/** A database of its own for one run, named `<prefix>_<now>`, on the maintenance database's server. */
+export const scratchDatabase = (prefix: string) => {
+  const name = `${prefix}_${Date.now()}`
+  return {
+    name,
+    url: Object.assign(new URL(maintenanceUrl), { pathname: `/${name}` }).toString(),
+    create: () => admin(`CREATE DATABASE ${name}`),
+    drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  }
+}
+
+/** A Node process in the server package (`args`: script and its arguments), its stderr passed through. */
+export const startProcess = (
+  args: ReadonlyArray<string>,
+  env: Record<string, string>,
+  flags: ReadonlyArray<string> = ["--conditions=@kassa/source"]
+) =>
+  spawn(process.execPath, [...flags, ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "inherit"]
+  })
+
+/** Polls `url` every 100 ms until its status passes `accept` (a refused connection is "not yet"); bounded. */
+export const waitFor = async (url: string, accept: (status: number) => boolean, attempts = 300) => {
+  for (let i = 0; i < attempts; i++) {
+    const status = await fetch(url).then(
+      (response) => response.status,
+      () => 0
+    )
+    if (status !== 0 && accept(status)) return
+    await sleep(100)
+  }
+  throw new Error(`${url} did not answer`)
+}
+
+/** The process's resident memory in MB, NaN once it is gone. */
+export const rssMb = (child: ChildProcess) => {
+  try {
+    const status = readFileSync(`/proc/${child.pid}/status`, "utf8")
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
+    return kb / 1024
+  } catch {
+    return Number.NaN
+  }
+}
+
+/**
+ * CPU seconds (user + system) the process has used so far; Linux clock ticks are 1/100 s. Once the process is gone
+ * this throws, unless `ifGone` is given (a bench that prints a table reports the figure as that instead).
+ */
+export const cpuSeconds = (child: ChildProcess, ifGone?: number) => {
+  try {
+    const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? []
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch (error) {
+    if (ifGone === undefined) throw error
+    return ifGone
+  }
+}
+
+/** The median (the lower of the two middle values for an even count), NaN for none. */
+export const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN
+}
+
+/** Nearest-rank percentile of values sorted ascending (`fraction` 0..1, 1 the maximum), 0 for none. */
+export const percentile = (sorted: ReadonlyArray<number>, fraction: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? 0
+
+/** The application and API-key repositories on `databaseUrl`, with the secrets the bench's servers run with. */
+export const repositories = (databaseUrl: string, adminToken: string) =>
+  Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
+    Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 2 })),
+    Layer.provide(ServerSecrets.layerWith(adminToken, secretKey)),
+    Layer.provide(NodeCrypto.layer)
+  )
+
+/** One active application with a test key; a rate limit high enough not to be what is measured. */
+export const seedApplication = (databaseUrl: string, adminToken: string) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const applications = yield* ApplicationRepository
+      const keys = yield* ApiKeyRepository
+      const application = yield* applications.create(
+        { ...Application.defaults, name: "Bench", status: "active", rate_limit_per_minute: 100_000_000 },
+        "whsec_benchbenchbenchbenchbenchbench12"
+      )
+      return yield* keys.issue(application.id, "test")
+    }).pipe(Effect.provide(repositories(databaseUrl, adminToken)))
+  )
+
+/** Creates a payment of 25.00 through the API (`base`: the server's origin); its id. */
+export const createPayment = async (base: string, key: string, orderReference: string) => {
+  const created = await fetch(`${base}/api/v1/payments`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ amount: 2500, order_reference: orderReference })
+  })
+  return ((await created.json()) as { id: string }).id
+}
