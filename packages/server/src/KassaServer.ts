@@ -80,7 +80,10 @@ const Routes = Layer.mergeAll(
  */
 export const servicesWith = (provider: Layer.Layer<PaymentProvider>) =>
   Layer.merge(
-    PaymentServices.layer.pipe(Layer.provide(ProviderCalls.observed(provider))),
+    // Live refunds (issue 12 §4) need the payments' repository and outbox as well as the provider services below.
+    ProviderServices.refunds.pipe(
+      Layer.provideMerge(PaymentServices.layer.pipe(Layer.provide(ProviderCalls.observed(provider))))
+    ),
     DashboardServices.layer
   ).pipe(
     // The webhook engine: its dispatcher fibers, and the wake-up the event outbox calls after a commit.

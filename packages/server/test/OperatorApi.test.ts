@@ -934,6 +934,7 @@ describe.each(databases)("operator API on %s", (database) => {
         "/admin/api/v1/deliveries/{id}/resend",
         "/admin/api/v1/keys/{key_id}",
         "/admin/api/v1/keys/{key_id}/roll",
+        "/admin/api/v1/payments/{id}/refunds",
         "/admin/api/v1/users",
         "/admin/api/v1/users/{id}",
         "/admin/api/v1/users/{id}/memberships/{application_id}"

@@ -31,6 +31,7 @@ import { type AppFrame, appPath } from "../pages/dashboard/ApplicationShared.ts"
 import * as WebhookPages from "../pages/dashboard/ApplicationWebhooks.ts"
 import { formatAmount } from "../pages/dashboard/Components.ts"
 import { Payments } from "../payments/Payments.ts"
+import { LiveRefunds } from "../providers/LiveRefunds.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
 import * as ApplicationQueries from "./ApplicationQueries.ts"
@@ -113,6 +114,7 @@ export const layer = Layer.unwrap(
     const deliveries = yield* DeliveryRepository
     const dispatcher = yield* Dispatcher
     const payments = yield* Payments
+    const liveRefunds = yield* LiveRefunds
     const config = yield* ServerConfig
     const random = yield* Effect.context<SecureRandom.SecureRandom>()
     const sql = yield* SqlClient.SqlClient
@@ -513,14 +515,15 @@ export const layer = Layer.unwrap(
         if (reason.length > 255) errors.reason = "The reason may be at most 255 characters."
         if (errors.amount !== undefined || errors.reason !== undefined) return yield* show(errors, 422, false)
 
+        // Reserved as `pending`, then asked of the payment provider (decisions §10, "Live refunds").
         const requested = yield* Effect.result(
-          payments.requestRefund(
-            context.application.id,
-            before.id,
+          liveRefunds.request({
+            applicationId: context.application.id,
+            paymentId: before.id,
             amount,
-            reason.length === 0 ? null : reason,
-            context.actor.userId
-          )
+            reason: reason.length === 0 ? null : reason,
+            requestedBy: context.actor.userId
+          })
         )
         if (Result.isFailure(requested)) {
           const failure = requested.failure
@@ -551,15 +554,12 @@ export const layer = Layer.unwrap(
               )
           }
         }
-        // Refunds are oldest first; written under the payment's lock, this request's is the newest. (Comparing with
-        // `before`, read before the lock, would name a refund another request made in between.)
-        const refund = requested.success.refunds.at(-1)
         yield* audit.record(context.actor, {
           action: "refund.requested",
           applicationId: context.application.id,
           target: before.id,
           details: {
-            refund_id: refund?.id ?? null,
+            refund_id: requested.success.refundId,
             amount,
             currency: before.currency,
             reason: reason.length === 0 ? null : reason

@@ -7,8 +7,8 @@
  * → 422 `validation_failed` with every field, 400/413/415 `http_error`), with the same parse options as the merchant
  * API: every issue reported, unknown body fields refused.
  */
-import { Application, ErrorEnvelope, InvalidRequest } from "@kassa/core"
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { Application, ErrorEnvelope, InvalidRequest, Payment, PaymentsApi } from "@kassa/core"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { AdminAuthentication } from "./AdminAuthentication.ts"
 import {
   ApiKeyList,
@@ -30,6 +30,7 @@ import {
   ListDeliveriesQuery,
   MembershipBody,
   MembershipParams,
+  PaymentParams,
   ProviderLinkView,
   UpdateApplicationBody,
   UpdateUserBody,
@@ -264,12 +265,41 @@ export class OperatorProviderAccountsApi extends HttpApiGroup.make("operatorProv
   )
   .annotateMerge(OpenApi.annotations({ title: "Payment provider account" })) {}
 
+export class OperatorPaymentsApi extends HttpApiGroup.make("operatorPayments")
+  .add(
+    HttpApiEndpoint.post("refund", "/payments/:id/refunds", {
+      params: PaymentParams,
+      payload: PaymentsApi.RefundPayload,
+      success: Payment.Payment.pipe(HttpApiSchema.status(201)),
+      error: [
+        ErrorEnvelope.NotFound,
+        ErrorEnvelope.PaymentNotRefundable,
+        ErrorEnvelope.RefundAmountExceedsRefundable,
+        ErrorEnvelope.PaymentBusy,
+        ErrorEnvelope.ValidationFailed
+      ]
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Refund a live payment",
+        description:
+          'A live refund requested by service staff, of any application (decisions §10, "Live refunds"): by default ' +
+          "all that is still refundable. The amount is reserved as a `pending` refund, then asked of the payment " +
+          "provider with the refund's id as Idempotency-Key; the answer is the payment after the provider's answer " +
+          "(the refund `succeeded`, `failed`, or still `pending` while the provider has not answered; Kassa asks " +
+          "again in the background). A test payment: 409 `payment_not_refundable` (test payments are refunded " +
+          "through the merchant API with a test key)."
+      })
+    )
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Payments" })) {}
+
 export class OperatorApi extends HttpApi.make("kassa-operator")
   .add(OperatorApplicationsApi)
   .add(OperatorKeysApi)
   .add(OperatorDeliveriesApi)
   .add(OperatorUsersApi)
   .add(OperatorProviderAccountsApi)
+  .add(OperatorPaymentsApi)
   .prefix(operatorPrefix)
   .middleware(InvalidRequest.InvalidRequest)
   // Added last, so it wraps the other middleware and runs first.

@@ -13,9 +13,11 @@ import {
   type StoredApplication,
   toApplication
 } from "../applications/ApplicationRepository.ts"
+import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { AuditLog, nameApplication } from "../dashboard/AuditLog.ts"
 import { type Membership, parseUserId, type User, UserRepository } from "../dashboard/UserRepository.ts"
+import { LiveRefunds } from "../providers/LiveRefunds.ts"
 import {
   type EndpointRefused,
   type LinkRefused,
@@ -369,6 +371,45 @@ export const ProviderAccountsHandlers = HttpApiBuilder.group(
   })
 )
 
+const PaymentsHandlers = HttpApiBuilder.group(
+  OperatorApi,
+  "operatorPayments",
+  Effect.fn(function* (handlers) {
+    const refunds = yield* LiveRefunds
+    const audit = yield* AuditLog
+    const clientAddress = yield* ClientAddress
+    const parsePaymentId = Schema.decodeUnknownOption(Ids.PaymentId)
+    return handlers.handle(
+      "refund",
+      Effect.fn("Operator.refundPayment")(function* ({ params, payload, request }) {
+        const paymentId = yield* Effect.fromOption(parsePaymentId(params.id)).pipe(
+          Effect.mapError(() => new ApiError.NotFound({ message: "No payment with this id." }))
+        )
+        const reason = payload.reason ?? null
+        const result = yield* refunds.request({ paymentId, amount: payload.amount, reason, requestedBy: null })
+        yield* nameApplication(result.applicationId)
+        const refund = result.payment.refunds.find((entry) => entry.id === result.refundId)
+        // The same entry as the dashboard's refund request, with the admin token as the actor.
+        yield* audit.record(
+          { label: "admin token", userId: null, ip: clientAddress.text(request) },
+          {
+            action: "refund.requested",
+            applicationId: result.applicationId,
+            target: paymentId,
+            details: {
+              refund_id: result.refundId,
+              amount: refund?.amount ?? null,
+              currency: result.payment.currency,
+              reason
+            }
+          }
+        )
+        return result.payment
+      })
+    )
+  })
+)
+
 /** Every method and path the operator API answers, for the router's 405 `Allow` answers. */
 export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly path: string }> => {
   const routes: Array<{ method: string; path: string }> = [{ method: "GET", path: operatorOpenApiPath }]
@@ -383,6 +424,13 @@ export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly
 
 /** The operator API's routes, with their middleware; needs the repositories, secrets and settings. */
 export const layer = HttpApiBuilder.layer(OperatorApi, { openapiPath: operatorOpenApiPath }).pipe(
-  Layer.provide([ApplicationsHandlers, KeysHandlers, DeliveriesHandlers, UsersHandlers, ProviderAccountsHandlers]),
+  Layer.provide([
+    ApplicationsHandlers,
+    KeysHandlers,
+    DeliveriesHandlers,
+    UsersHandlers,
+    ProviderAccountsHandlers,
+    PaymentsHandlers
+  ]),
   Layer.provide([AdminAuthentication.layer, InvalidRequest.layer])
 )

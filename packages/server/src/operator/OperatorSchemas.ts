@@ -175,6 +175,10 @@ export const CreateKeyBody = Schema.Struct({
 export const ApplicationParams = {
   id: Schema.String.annotate({ description: "The application's id, a lower-case UUID." })
 }
+/** `{id}` of a payment (operator API): a plain string, so a malformed id gets the same 404 as an unknown one. */
+export const PaymentParams = {
+  id: Schema.String.annotate({ description: "The payment's id, a lower-case UUID." })
+}
 export const KeyParams = {
   key_id: Schema.String.annotate({ description: "The key record's id (never the key), a lower-case UUID." })
 }

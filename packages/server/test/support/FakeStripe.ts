@@ -127,11 +127,14 @@ const noSuch = (object: string, id: string, param: string) =>
  *   `Stripe-Should-Retry`, which the SDK obeys.
  * - `hang`: never answered and never run (the caller's timeout decides).
  * - `hang-after`: run, kept under its Idempotency-Key, and never answered: a create Kassa timed out on that Stripe did.
+ * - `status-after`: run, kept under its Idempotency-Key, then answered with that status (5xx): the answer was lost on
+ *   the way back, so a retry with the same key replays what Stripe did (https://docs.stripe.com/idempotency).
  */
 export type Fault =
   | { readonly kind: "status"; readonly status: number; readonly shouldRetry?: boolean }
   | { readonly kind: "hang" }
   | { readonly kind: "hang-after" }
+  | { readonly kind: "status-after"; readonly status: number }
 
 interface FaultRule {
   readonly method: string | undefined
@@ -967,6 +970,14 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
       }
       if (slot !== null) saved.set(slot, { method, path: url.pathname, params: fingerprint, status, body: payload })
       if (fault?.kind === "hang-after") return hang()
+      if (fault?.kind === "status-after") {
+        return fail(
+          new StripeFailure(fault.status, {
+            type: "api_error",
+            message: "An unknown error occurred after the request ran (injected by the fake)."
+          })
+        )
+      }
       return send(status, payload)
     } catch (error) {
       if (error instanceof StripeFailure) return fail(error)

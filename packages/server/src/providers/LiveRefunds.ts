@@ -1,0 +1,367 @@
+/**
+ * Live refunds through the payment provider (issue 12 §4, decisions §10 "Live refunds").
+ *
+ * A request (dashboard or operator API) runs in three steps, never holding a transaction across the provider call:
+ * 1. one transaction under the payment's row lock (NOWAIT, like every writer): the refund is checked by the core
+ *    (`PaymentStateMachine.requestRefund`: pending refunds already reserve their amount) and stored `pending`, with its
+ *    `provider_refunds` row due for a read later — so a crash right after the commit still gets the call made;
+ * 2. the provider call (`ProviderConnector.refund`: the payment intent, the amount, `metadata[kassa_refund_id]`,
+ *    Idempotency-Key = the refund id), outside any transaction;
+ * 3. one transaction under the payment's row lock: the core's `ProviderSettlement.apply` decides (succeeded → refund
+ *    `succeeded`, payment `partially_refunded`/`refunded` with its event and delivery; failed/canceled → released, no
+ *    event; succeeded-then-failed → recomputed, no event, a discrepancy), or, when the provider did not answer, the
+ *    refund stays `pending` and its next attempt is set by `ProviderSettlement.Schedule`.
+ *
+ * The background fiber takes `provider_refunds` rows that are due (`FOR UPDATE SKIP LOCKED`, leased for a minute so
+ * that another process does not call the provider for the same row meanwhile), and for each one repeats the create
+ * call with the same Idempotency-Key (the provider never answered it) or reads the provider's refund, then applies
+ * the answer as in step 3. A live payment Kassa did not open at a provider (no `provider_payments` row with a payment
+ * intent) keeps the old path: the refund is recorded `pending` for someone to carry out by hand.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { ApiError, Ids, type Payment, PaymentStateMachine, ProviderSettlement } from "@kassa/core"
+import { Context, DateTime, Duration, Effect, Layer, Option, Result, Schedule } from "effect"
+import { SecureRandom } from "effect/crypto"
+import { SqlClient } from "effect/sql"
+import * as Metrics from "../observability/Metrics.ts"
+import { EventOutbox } from "../payments/EventOutbox.ts"
+import { PaymentRepository, type StoredPayment } from "../payments/PaymentRepository.ts"
+import {
+  type NoAnswer,
+  ProviderConnector,
+  type ProviderLinkId,
+  type ProviderRefused,
+  type RefundReading
+} from "./ProviderConnector.ts"
+import { ProviderLinks, type StoredLink } from "./ProviderLinks.ts"
+
+/** Time between two rounds of the background fiber (a due refund waits at most this long past its time). */
+export const interval: Duration.Duration = Duration.seconds(30)
+/** How long a claimed row is kept from other processes: longer than one provider call (10 s timeout). */
+export const lease: Duration.Duration = Duration.minutes(1)
+
+export interface LiveRefundRequest {
+  /** The dashboard's application; none for the operator API (the service's staff act on every application). */
+  readonly applicationId?: Ids.ApplicationId | undefined
+  readonly paymentId: Ids.PaymentId
+  /** Minor units; none → everything still refundable. */
+  readonly amount?: number | undefined
+  readonly reason: string | null
+  /** The dashboard user who asked (null for the admin token). */
+  readonly requestedBy: string | null
+}
+
+export type LiveRefundError =
+  | ApiError.NotFound
+  | ApiError.PaymentNotRefundable
+  | ApiError.RefundAmountExceedsRefundable
+  | ApiError.PaymentBusy
+
+export interface LiveRefundResult {
+  /** The payment as fetch returns it after the provider's answer was applied (or after step 1 without a provider). */
+  readonly payment: Payment.Payment
+  readonly refundId: Ids.RefundId
+  readonly applicationId: Ids.ApplicationId
+}
+
+interface Changed {
+  readonly before: Payment.Payment
+  readonly after: Payment.Payment
+}
+
+interface Reserved {
+  readonly stored: StoredPayment
+  readonly payment: Payment.Payment
+  readonly amount: number
+  readonly provider: { readonly linkId: string; readonly paymentIntentId: string } | null
+}
+
+/** What the provider said to a create call or a read. */
+type Outcome = RefundReading | NoAnswer | ProviderRefused
+
+interface DueRow {
+  readonly refund_id: string
+  readonly payment_id: string
+  readonly link_id: string
+  readonly provider_refund_id: string | null
+  readonly created_at: Date | string
+}
+
+export class LiveRefunds extends Context.Service<
+  LiveRefunds,
+  {
+    /** A refund request by service staff or a dashboard user (see the module comment). */
+    readonly request: (request: LiveRefundRequest) => Effect.Effect<LiveRefundResult, LiveRefundError>
+    /**
+     * Asks the provider about one refund again (create with the same key while it never answered, else a read) and
+     * applies the answer. The provider-event route calls this with the refund an event names.
+     */
+    readonly refresh: (refundId: Ids.RefundId) => Effect.Effect<Option.Option<Payment.Payment>>
+    /** One round of the background fiber: every row due at `now` (default: the clock). Returns how many. */
+    readonly settleDue: (options?: {
+      readonly now?: DateTime.Utc | undefined
+      readonly limit?: number | undefined
+    }) => Effect.Effect<number>
+  }
+>()("@kassa/server/providers/LiveRefunds") {
+  static readonly layer = Layer.effect(
+    LiveRefunds,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const pg = yield* PgClient.PgClient
+      const repo = yield* PaymentRepository
+      const outbox = yield* EventOutbox
+      const connector = yield* ProviderConnector
+      const links = yield* ProviderLinks
+      const random = yield* SecureRandom.SecureRandom
+
+      const toDate = (at: DateTime.Utc) => new Date(DateTime.toEpochMillis(at))
+      const notFound = () => new ApiError.NotFound({ message: "No payment with this id." })
+
+      const reload = (id: Ids.PaymentId) =>
+        repo.find(id).pipe(
+          Effect.flatMap(
+            Option.match({
+              onNone: () => Effect.die(new Error(`payment ${id} vanished inside its own transaction`)),
+              onSome: Effect.succeed
+            })
+          )
+        )
+
+      /** The provider call for one refund; a refusal (4xx) is an answer too: the refund failed. */
+      const call = (linkId: string, make: (link: StoredLink) => Effect.Effect<Outcome>) =>
+        Effect.gen(function* () {
+          const link = yield* links.find(linkId as ProviderLinkId)
+          if (Option.isNone(link)) return yield* Effect.die(new Error(`provider link ${linkId} vanished`))
+          return yield* make(link.value)
+        })
+
+      const create = (linkId: string, refundId: Ids.RefundId, paymentIntentId: string, amount: number) =>
+        call(linkId, (link) =>
+          connector
+            .refund(links.access(link), { refundId, paymentIntentId, amount })
+            .pipe(Effect.catchTag("ProviderRefused", (refused) => Effect.succeed<Outcome>(refused)))
+        )
+
+      const read = (linkId: string, refundId: Ids.RefundId, providerRefundId: string) =>
+        call(linkId, (link) =>
+          connector
+            .readRefund(links.access(link), providerRefundId, refundId)
+            .pipe(Effect.catchTag("ProviderRefused", (refused) => Effect.succeed<Outcome>(refused)))
+        )
+
+      const answerJson = (outcome: Outcome) =>
+        outcome._tag === "ProviderRefused"
+          ? { _tag: "Refused", message: outcome.message, code: outcome.code, status: outcome.status }
+          : outcome._tag === "NoAnswer"
+            ? { _tag: "NoAnswer", reason: outcome.reason }
+            : {
+                _tag: "Refund",
+                refund: { ...outcome.refund, created_at: DateTime.formatIso(outcome.refund.created_at) }
+              }
+
+      /** Step 3: the provider's answer, applied under the payment's row lock with everything it writes. */
+      const settle = (refundId: Ids.RefundId, outcome: Outcome) =>
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const rows = yield* sql<DueRow>`
+                SELECT refund_id, payment_id, link_id, provider_refund_id, created_at
+                FROM provider_refunds WHERE refund_id = ${refundId}
+              `
+              const row = rows[0]
+              if (row === undefined) return Option.none<Changed>()
+              // Waiting is safe: lock holders are short single-row transactions.
+              const locked = yield* repo.lock(Ids.PaymentId.make(row.payment_id), undefined, "wait")
+              if (Option.isNone(locked)) return Option.none<Changed>()
+              const stored: StoredPayment = locked.value
+              const now = yield* DateTime.now
+              const requestedAt = DateTime.toUtc(DateTime.makeUnsafe(row.created_at))
+              const settlement: ProviderSettlement.Settlement =
+                outcome._tag === "ProviderRefused"
+                  ? Result.match(PaymentStateMachine.resolveRefund(stored.payment, refundId, "failed", now), {
+                      onFailure: () => ({ payment: stored.payment, events: [], discrepancy: null, askAgain: false }),
+                      onSuccess: (transition) => ({ ...transition, discrepancy: null, askAgain: false })
+                    })
+                  : ProviderSettlement.apply(
+                      stored.payment,
+                      outcome._tag === "NoAnswer" ? outcome : { _tag: "Refund", refund: outcome.refund },
+                      { now, visit: null }
+                    )
+              yield* repo.save(stored.payment, settlement.payment, now)
+              const after = yield* reload(stored.payment.id)
+              if (settlement.events.length > 0) {
+                yield* outbox.record(stored.applicationId, after.payment, settlement.events, now)
+              }
+              if (settlement.discrepancy !== null) {
+                yield* sql`
+                  INSERT INTO provider_discrepancies (payment_id, refund_id, kind, message, detected_at)
+                  VALUES (${stored.payment.id}, ${settlement.discrepancy.refund_id}, ${settlement.discrepancy.kind},
+                    ${settlement.discrepancy.message}, ${toDate(now)})
+                `
+              }
+              const stillPending =
+                settlement.payment.refunds.find((refund) => refund.id === refundId)?.status === "pending"
+              const next = stillPending
+                ? toDate(ProviderSettlement.Schedule.nextRefundRead({ requestedAt, lastReadAt: now }))
+                : null
+              const providerRefundId = outcome._tag === "Refund" ? outcome.refund.provider_refund_id : null
+              yield* sql`
+                UPDATE provider_refunds
+                SET provider_refund_id = COALESCE(provider_refund_id, ${providerRefundId}),
+                    attempts = attempts + 1, next_read_at = ${next}, last_read_at = ${toDate(now)},
+                    last_answer = ${pg.json(answerJson(outcome))}, updated_at = ${toDate(now)}
+                WHERE refund_id = ${refundId}
+              `
+              return Option.some<Changed>({ before: stored.payment, after: after.payment })
+            })
+          )
+          .pipe(
+            Effect.tap((changed) =>
+              Option.isSome(changed) ? countOutcome(changed.value.before, changed.value.after, refundId) : Effect.void
+            ),
+            Effect.map(Option.map(({ after }) => after)),
+            Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
+          )
+
+      /** The refunds metric, after the commit: the refund's new status when it changed. */
+      const countOutcome = (before: Payment.Payment, after: Payment.Payment, refundId: Ids.RefundId) => {
+        const was = before.refunds.find((refund) => refund.id === refundId)?.status
+        const now = after.refunds.find((refund) => refund.id === refundId)?.status
+        return now !== undefined && now !== was ? Metrics.recordRefund("live", now) : Effect.void
+      }
+
+      const refuse = (error: LiveRefundError): Result.Result<Reserved, LiveRefundError> => Result.fail(error)
+      const reserved = (value: Reserved): Result.Result<Reserved, LiveRefundError> => Result.succeed(value)
+
+      /** Step 1: the refund reserved as `pending`, and the provider's part of it recorded, in one transaction. */
+      const reserve = (request: LiveRefundRequest, refundId: Ids.RefundId) =>
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const scope =
+                request.applicationId === undefined
+                  ? undefined
+                  : { applicationId: request.applicationId, mode: "live" as const }
+              const locked = yield* repo.lock(request.paymentId, scope, "nowait")
+              if (Option.isNone(locked)) return refuse(notFound())
+              const stored = locked.value
+              if (stored.payment.mode === "test") {
+                return refuse(
+                  new ApiError.PaymentNotRefundable({
+                    message:
+                      "This is a test payment: test payments are refunded through the merchant API with a test key.",
+                    status: stored.payment.status
+                  })
+                )
+              }
+              const now = yield* DateTime.now
+              const decided = PaymentStateMachine.requestRefund(stored.payment, {
+                refundId,
+                amount: request.amount,
+                reason: request.reason,
+                now
+              })
+              if (Result.isFailure(decided)) return refuse(decided.failure)
+              yield* repo.save(stored.payment, decided.success.payment, now, { requestedBy: request.requestedBy })
+              const providers = yield* sql<{ link_id: string; payment_intent_id: string | null }>`
+                SELECT link_id, payment_intent_id FROM provider_payments WHERE payment_id = ${stored.payment.id}
+              `
+              const provider = providers[0]
+              const amount = decided.success.payment.refunds.find((refund) => refund.id === refundId)?.amount ?? 0
+              if (provider === undefined || provider.payment_intent_id === null) {
+                return reserved({ stored, payment: decided.success.payment, amount, provider: null })
+              }
+              // Due later, as a safety net: a crash between this commit and the provider's answer still gets the
+              // call made (with the same key) by the background fiber.
+              yield* sql`
+                INSERT INTO provider_refunds (refund_id, payment_id, link_id, next_read_at, created_at, updated_at)
+                VALUES (${refundId}, ${stored.payment.id}, ${provider.link_id},
+                  ${toDate(ProviderSettlement.Schedule.nextRefundRead({ requestedAt: now, lastReadAt: null }))},
+                  ${toDate(now)}, ${toDate(now)})
+              `
+              return reserved({
+                stored,
+                payment: decided.success.payment,
+                amount,
+                provider: { linkId: provider.link_id, paymentIntentId: provider.payment_intent_id }
+              })
+            })
+          )
+          .pipe(Effect.catchTag("SqlError", Effect.die), Effect.flatMap(Effect.fromResult))
+
+      const request = Effect.fn("LiveRefunds.request")(function* (request: LiveRefundRequest) {
+        const refundId = Ids.RefundId.make(yield* random.uuidV4())
+        const held = yield* reserve(request, refundId)
+        yield* Metrics.recordRefund("live", "requested")
+        const result = (payment: Payment.Payment): LiveRefundResult => ({
+          payment,
+          refundId,
+          applicationId: held.stored.applicationId
+        })
+        if (held.provider === null) return result((yield* reload(held.stored.payment.id)).payment)
+        const outcome = yield* create(held.provider.linkId, refundId, held.provider.paymentIntentId, held.amount)
+        const settled = yield* settle(refundId, outcome)
+        return result(Option.getOrElse(settled, () => held.payment))
+      })
+
+      const refreshRow = (row: DueRow) => {
+        const refundId = Ids.RefundId.make(row.refund_id)
+        return Effect.gen(function* () {
+          if (row.provider_refund_id === null) {
+            // The provider never answered the create call: the same call, the same key, so at most one refund.
+            const amounts = yield* sql<{ amount: number | string; intent: string | null }>`
+              SELECT r.amount, p.payment_intent_id AS intent
+              FROM refunds r JOIN provider_payments p ON p.payment_id = r.payment_id
+              WHERE r.id = ${refundId}
+            `.pipe(Effect.orDie)
+            const first = amounts[0]
+            if (first === undefined || first.intent === null) return Option.none<Payment.Payment>()
+            return yield* settle(refundId, yield* create(row.link_id, refundId, first.intent, Number(first.amount)))
+          }
+          return yield* settle(refundId, yield* read(row.link_id, refundId, row.provider_refund_id))
+        })
+      }
+
+      const refresh = Effect.fn("LiveRefunds.refresh")(function* (refundId: Ids.RefundId) {
+        const rows = yield* sql<DueRow>`
+          SELECT refund_id, payment_id, link_id, provider_refund_id, created_at
+          FROM provider_refunds WHERE refund_id = ${refundId}
+        `.pipe(Effect.orDie)
+        const row = rows[0]
+        return row === undefined ? Option.none<Payment.Payment>() : yield* refreshRow(row)
+      })
+
+      const settleDue = Effect.fn("LiveRefunds.settleDue")(function* (
+        options: { readonly now?: DateTime.Utc | undefined; readonly limit?: number | undefined } = {}
+      ) {
+        const now = options.now ?? (yield* DateTime.now)
+        const limit = options.limit ?? 100
+        // Claimed and leased in one short transaction; the provider calls happen after its commit.
+        const claimed = yield* sql<DueRow>`
+          WITH due AS (
+            SELECT refund_id FROM provider_refunds
+            WHERE next_read_at IS NOT NULL AND next_read_at <= ${toDate(now)}
+            ORDER BY next_read_at
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED
+          )
+          UPDATE provider_refunds r
+          SET next_read_at = ${toDate(DateTime.addDuration(now, lease))}
+          FROM due WHERE r.refund_id = due.refund_id
+          RETURNING r.refund_id, r.payment_id, r.link_id, r.provider_refund_id, r.created_at
+        `.pipe(Effect.orDie)
+        yield* Effect.forEach(claimed, refreshRow, { discard: true })
+        return claimed.length
+      })
+
+      yield* settleDue().pipe(
+        Effect.catchCause((cause) => Effect.logError("Live refund round failed", cause)),
+        Effect.repeat(Schedule.spaced(interval)),
+        Effect.forkScoped
+      )
+
+      return LiveRefunds.of({ request, refresh, settleDue: (options) => settleDue(options) })
+    })
+  )
+}

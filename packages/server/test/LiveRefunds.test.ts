@@ -1,0 +1,397 @@
+/**
+ * Live refunds through Stripe (issue 12 §4, decisions §10 "Live refunds") over real HTTP, on both databases, with the
+ * stateful fake Stripe behind `KASSA_STRIPE_API_URL`: the operator API's and the dashboard's refund requests reach
+ * Stripe with §10's parameters and the refund id as Idempotency-Key, and Stripe's answer is applied — succeeded →
+ * `partially_refunded`/`refunded` with the event and its delivery; refused or canceled → released, no event; no
+ * answer → `pending`, then the background round retries with the same key and settles it; succeeded-then-failed →
+ * recomputed, no event, a discrepancy. Over-refunds are refused before Stripe hears of them; test payments get the
+ * operator endpoint's error; every request is audited.
+ *
+ * Fixture: the live create path is being built in parallel, so a paid live payment is made here the way it will look
+ * once paid: a linked application (operator API, as production links it), a Checkout Session created and paid at the
+ * fake Stripe, and the payment with its `provider_payments` row (session id, payment intent id) inserted directly.
+ */
+import { Ids } from "@kassa/core"
+import { DateTime, Duration, Effect } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { LiveRefunds } from "../src/providers/LiveRefunds.ts"
+import { apiVersion } from "../src/providers/StripeConnector.ts"
+import { createUser, DashboardClient } from "./support/DashboardClient.ts"
+import { type FakeStripe, type JsonObject, startFakeStripe } from "./support/FakeStripe.ts"
+import { errorCode, eventsOf, fetchPayment, paidPayment, query, type WirePayment } from "./support/PaymentFixtures.ts"
+import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+
+interface Linked extends TestApplication {
+  readonly linkId: string
+  readonly stripeKey: string
+}
+
+describe.each(databases)("live refunds on %s", (database) => {
+  let fake: FakeStripe
+  let server: RunningServer
+
+  beforeAll(async () => {
+    fake = await startFakeStripe({ apiVersion })
+    server = await startServer(database, { stripeApiUrl: fake.url })
+  })
+  afterAll(async () => {
+    await server.close()
+    await fake.close()
+  })
+
+  /** An application with a live Stripe account linked through the operator API. */
+  const linkedApplication = async (): Promise<Linked> => {
+    const created = await server.createApplication()
+    const account = fake.addAccount({ livemode: true })
+    const linked = await server.request(`/admin/api/v1/applications/${created.application.id}/provider-account`, {
+      method: "PUT",
+      key: server.adminToken,
+      body: { provider: "stripe", secret_key: account.key }
+    })
+    expect(linked.status, linked.text).toBe(200)
+    const [row] = await query(
+      server,
+      (sql) => sql`SELECT id FROM provider_links WHERE application_id = ${created.application.id} AND status = 'active'`
+    )
+    return { ...created, linkId: String(row?.id), stripeKey: account.key }
+  }
+
+  /** A Checkout Session created at the fake Stripe with the account's key, then paid by the customer. */
+  const paidSession = async (key: string, amount: number) => {
+    const response = await fetch(`${fake.url}/v1/checkout/sessions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        mode: "payment",
+        "line_items[0][price_data][currency]": "eur",
+        "line_items[0][price_data][unit_amount]": String(amount),
+        "line_items[0][price_data][product_data][name]": "A live order",
+        "line_items[0][quantity]": "1",
+        success_url: "https://kassa.example/return"
+      }).toString()
+    })
+    expect(response.status).toBe(200)
+    const session = (await response.json()) as JsonObject
+    const paid = fake.pay(String(session.id), { name: "Ann Buyer", email: "ann@buyer.example" })
+    return { sessionId: String(paid.id), paymentIntentId: String(paid.payment_intent) }
+  }
+
+  /** Fixture (see the module comment): a paid live payment Kassa opened at the fake Stripe. */
+  const paidLivePayment = async (linked: Linked, amount = 1000) => {
+    const { sessionId, paymentIntentId } = await paidSession(linked.stripeKey, amount)
+    const id = crypto.randomUUID()
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
+          order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
+          created_at, updated_at)
+        VALUES (${id}, ${linked.application.id}, 'live', 'paid', ${amount}, 0, 'EUR', 'card',
+          ${`live-${id.slice(0, 8)}`}, 'A live order',
+          ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null })}::jsonb,
+          ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null, ip: "203.0.113.9", user_agent: "Test" })}::jsonb,
+          'en', NULL, '{}'::jsonb, now() + interval '1 hour', now(), now(), now())
+      `
+    )
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
+          created_at, updated_at)
+        VALUES (${id}, ${linked.linkId}, 'open', ${sessionId}, ${paymentIntentId}, ${`kassa-${id}`}, now(), now())
+      `
+    )
+    return { id, paymentIntentId }
+  }
+
+  /** One round of the background fiber, at `now` (a test never waits for the clock). */
+  const settleDue = (now?: DateTime.Utc) =>
+    server.run(
+      Effect.gen(function* () {
+        return yield* (yield* LiveRefunds).settleDue({ now })
+      })
+    )
+  /** What a provider event about the refund leads to: Kassa asks Stripe again and applies its answer. */
+  const refresh = (refundId: string) =>
+    server.run(
+      Effect.gen(function* () {
+        return yield* (yield* LiveRefunds).refresh(Ids.RefundId.make(refundId))
+      })
+    )
+
+  const operatorRefund = (paymentId: string, body: Record<string, unknown>) =>
+    server.request(`/admin/api/v1/payments/${paymentId}/refunds`, { method: "POST", key: server.adminToken, body })
+
+  const refundCalls = (paymentIntentId: string) =>
+    fake.requests.filter(
+      (r) => r.method === "POST" && r.path === "/v1/refunds" && r.params.payment_intent === paymentIntentId
+    )
+  /** Refunds Stripe actually made for the payment intent (a replayed key makes none). */
+  const refundsAtStripe = (paymentIntentId: string) =>
+    fake.events.filter(
+      (event) =>
+        event.type === "refund.created" &&
+        ((event.data as JsonObject).object as JsonObject).payment_intent === paymentIntentId
+    )
+
+  const providerRefund = async (refundId: string) =>
+    (await query(server, (sql) => sql`SELECT * FROM provider_refunds WHERE refund_id = ${refundId}`))[0]
+  const discrepancies = (paymentId: string) =>
+    query(server, (sql) => sql`SELECT * FROM provider_discrepancies WHERE payment_id = ${paymentId}`)
+  const auditOf = async (applicationId: string) => {
+    const answer = await server.request(`/admin/api/v1/audit?limit=100&application_id=${applicationId}`, {
+      key: server.adminToken
+    })
+    expect(answer.status, answer.text).toBe(200)
+    return (
+      answer.body as {
+        data: Array<{ actor: string; action: string; target: string | null; details: Record<string, unknown> }>
+      }
+    ).data
+  }
+
+  it("operator API: §10's call to Stripe with the refund id as key; succeeded → partially_refunded, then refunded, each with its event and delivery", async () => {
+    const linked = await linkedApplication()
+    const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
+
+    const partial = await operatorRefund(id, { amount: 400, reason: "Returned item" })
+    expect(partial.status, partial.text).toBe(201)
+    const payment = partial.body as WirePayment
+    expect(payment).toMatchObject({ id, status: "partially_refunded", refunded_amount: 400 })
+    expect(payment.refunds).toHaveLength(1)
+    const refund = payment.refunds[0]
+    expect(refund).toMatchObject({ amount: 400, status: "succeeded", reason: "Returned item" })
+    const [call] = refundCalls(paymentIntentId)
+    expect(call?.params).toEqual({
+      payment_intent: paymentIntentId,
+      amount: "400",
+      metadata: { kassa_refund_id: refund?.id }
+    })
+    expect(call?.idempotencyKey).toBe(refund?.id)
+    expect(call?.stripeVersion).toBe(apiVersion)
+    const stored = await providerRefund(String(refund?.id))
+    expect(stored).toMatchObject({ payment_id: id, link_id: linked.linkId, next_read_at: null })
+    expect(String(stored?.provider_refund_id)).toMatch(/^re_/)
+
+    // No amount: everything still refundable.
+    const rest = await operatorRefund(id, {})
+    expect(rest.status, rest.text).toBe(201)
+    expect(rest.body).toMatchObject({ status: "refunded", refunded_amount: 1000 })
+    expect(refundCalls(paymentIntentId).at(-1)?.params.amount).toBe("600")
+
+    const events = await eventsOf(server, id)
+    expect(events.map((event) => [event.event, event.deliveries])).toEqual([
+      ["payment.partially_refunded", 1],
+      ["payment.refunded", 1]
+    ])
+    expect(JSON.parse(events[1]?.body ?? "{}").data).toMatchObject({ status: "refunded", refunded_amount: 1000 })
+    // Fetch through the merchant API says the same.
+    const fetched = (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
+    expect(fetched.refunds.map((entry) => [entry.amount, entry.status])).toEqual([
+      [400, "succeeded"],
+      [600, "succeeded"]
+    ])
+  })
+
+  it("operator API: audited as refund.requested with the refund, amount and reason", async () => {
+    const linked = await linkedApplication()
+    const { id } = await paidLivePayment(linked, 1000)
+    const answer = await operatorRefund(id, { amount: 250, reason: "Goodwill" })
+    expect(answer.status, answer.text).toBe(201)
+    const refundId = (answer.body as WirePayment).refunds[0]?.id
+    const entries = (await auditOf(linked.application.id)).filter((entry) => entry.action === "refund.requested")
+    expect(entries).toEqual([
+      expect.objectContaining({
+        actor: "admin token",
+        target: id,
+        details: { refund_id: refundId, amount: 250, currency: "EUR", reason: "Goodwill" }
+      })
+    ])
+  })
+
+  it("dashboard: a live refund request goes to Stripe and settles the same way, audited with the user", async () => {
+    const linked = await linkedApplication()
+    const developer = await createUser(server, { roles: [[linked.application.id, "developer"]] })
+    const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
+    const client = await DashboardClient.signIn(server, developer)
+    const base = `/dashboard/apps/${linked.application.id}`
+    await client.get(`${base}/payments/${id}`)
+    const requested = await client.post(`${base}/payments/${id}/refunds`, { amount: "300", reason: "Damaged" })
+    expect(requested.status, requested.html).toBe(303)
+    const fetched = (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
+    expect(fetched).toMatchObject({ status: "partially_refunded", refunded_amount: 300 })
+    const refundId = fetched.refunds[0]?.id
+    expect(refundCalls(paymentIntentId).map((call) => call.idempotencyKey)).toEqual([refundId])
+    expect((await eventsOf(server, id)).map((event) => event.event)).toEqual(["payment.partially_refunded"])
+    const entries = (await auditOf(linked.application.id)).filter((entry) => entry.action === "refund.requested")
+    expect(entries).toEqual([
+      expect.objectContaining({
+        actor: developer.email,
+        target: id,
+        details: { refund_id: refundId, amount: 300, currency: "EUR", reason: "Damaged" }
+      })
+    ])
+  })
+
+  it("Stripe refuses (4xx) or cancels the refund → failed, its amount released, no event", async () => {
+    const linked = await linkedApplication()
+    const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
+    fake.inject({ method: "POST", path: "/v1/refunds" }, { kind: "status", status: 400 })
+    const refused = await operatorRefund(id, { amount: 1000 })
+    expect(refused.status, refused.text).toBe(201)
+    expect(refused.body).toMatchObject({ status: "paid", refunded_amount: 0 })
+    expect((refused.body as WirePayment).refunds.map((entry) => entry.status)).toEqual(["failed"])
+
+    fake.nextRefundStatus("canceled")
+    const canceled = await operatorRefund(id, { amount: 1000 })
+    fake.nextRefundStatus("succeeded")
+    expect(canceled.status, canceled.text).toBe(201)
+    expect(canceled.body).toMatchObject({ status: "paid", refunded_amount: 0 })
+    expect((canceled.body as WirePayment).refunds.map((entry) => entry.status)).toEqual(["failed", "failed"])
+    expect(await eventsOf(server, id)).toHaveLength(0)
+
+    // Released: the whole amount can be refunded again.
+    const again = await operatorRefund(id, { amount: 1000 })
+    expect(again.body).toMatchObject({ status: "refunded", refunded_amount: 1000 })
+    expect(refundCalls(paymentIntentId)).toHaveLength(3)
+  })
+
+  it("Stripe does not answer → pending; the background round retries with the same key and settles it, one refund at Stripe", async () => {
+    const linked = await linkedApplication()
+    const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
+    // Stripe makes the refund but its answer is lost (a 500 on the way back).
+    fake.inject({ method: "POST", path: "/v1/refunds" }, { kind: "status-after", status: 500 })
+    const answered = await operatorRefund(id, { amount: 700 })
+    expect(answered.status, answered.text).toBe(201)
+    expect(answered.body).toMatchObject({ status: "paid", refunded_amount: 0 })
+    const refundId = String((answered.body as WirePayment).refunds[0]?.id)
+    expect((answered.body as WirePayment).refunds[0]?.status).toBe("pending")
+    expect(await eventsOf(server, id)).toHaveLength(0)
+    const waiting = await providerRefund(refundId)
+    expect(waiting?.provider_refund_id).toBeNull()
+    expect(waiting?.attempts).toBe(1)
+    // §10: a pending refund is asked again 5 minutes later during its first hour.
+    const due = new Date(String(waiting?.next_read_at)).getTime() - new Date(String(waiting?.created_at)).getTime()
+    expect(due).toBe(5 * 60_000)
+    // Pending reserves its amount: 300 are left.
+    const over = await operatorRefund(id, { amount: 301 })
+    expect(over.status).toBe(422)
+    expect(errorCode(over)).toBe("refund_amount_exceeds_refundable")
+
+    // Nothing is due yet: the round leaves it.
+    expect(await settleDue()).toBe(0)
+    const later = DateTime.addDuration(DateTime.makeUnsafe(Date.now()), Duration.minutes(6))
+    const settled = await settleDue(later)
+    expect(settled).toBe(1)
+    const calls = refundCalls(paymentIntentId)
+    expect(calls.map((call) => call.idempotencyKey)).toEqual([refundId, refundId])
+    expect(calls[1]?.replayed).toBe(true)
+    expect(refundsAtStripe(paymentIntentId)).toHaveLength(1)
+    const fetched = (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
+    expect(fetched).toMatchObject({ status: "partially_refunded", refunded_amount: 700 })
+    expect(fetched.refunds[0]?.status).toBe("succeeded")
+    expect((await eventsOf(server, id)).map((event) => event.event)).toEqual(["payment.partially_refunded"])
+    expect(await providerRefund(refundId)).toMatchObject({ next_read_at: null, attempts: 2 })
+  })
+
+  it("Stripe 5xx before running it → pending; the retry makes the refund once", async () => {
+    const linked = await linkedApplication()
+    const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
+    fake.inject({ method: "POST", path: "/v1/refunds" }, { kind: "status", status: 503 })
+    const answered = await operatorRefund(id, {})
+    expect((answered.body as WirePayment).refunds[0]?.status).toBe("pending")
+    expect(refundsAtStripe(paymentIntentId)).toHaveLength(0)
+    const later = DateTime.addDuration(DateTime.makeUnsafe(Date.now()), Duration.minutes(6))
+    await settleDue(later)
+    expect(refundsAtStripe(paymentIntentId)).toHaveLength(1)
+    const fetched = (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
+    expect(fetched).toMatchObject({ status: "refunded", refunded_amount: 1000 })
+    expect((await eventsOf(server, id)).map((event) => event.event)).toEqual(["payment.refunded"])
+  })
+
+  it("a refund Stripe reports failed after it had succeeded: failed, refunded_amount and status recomputed, no event, a discrepancy", async () => {
+    const linked = await linkedApplication()
+    const { id } = await paidLivePayment(linked, 1000)
+    const first = await operatorRefund(id, { amount: 400 })
+    const second = await operatorRefund(id, { amount: 600 })
+    expect(second.body).toMatchObject({ status: "refunded", refunded_amount: 1000 })
+    const refundId = String((first.body as WirePayment).refunds[0]?.id)
+    const stored = await providerRefund(refundId)
+    fake.failSucceededRefund(String(stored?.provider_refund_id))
+    // What a `refund.failed` event's hint leads to: Kassa reads the refund from Stripe and applies it.
+    await refresh(refundId)
+    const fetched = (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
+    expect(fetched).toMatchObject({ status: "partially_refunded", refunded_amount: 600 })
+    expect(fetched.refunds.map((entry) => [entry.amount, entry.status])).toEqual([
+      [400, "failed"],
+      [600, "succeeded"]
+    ])
+    expect((await eventsOf(server, id)).map((event) => event.event)).toEqual([
+      "payment.partially_refunded",
+      "payment.refunded"
+    ])
+    const found = await discrepancies(id)
+    expect(found).toHaveLength(1)
+    expect(found[0]).toMatchObject({ refund_id: refundId, kind: "refund_failed_after_success", resolved_at: null })
+    // Read again: nothing changes twice.
+    await refresh(refundId)
+    expect(await discrepancies(id)).toHaveLength(1)
+  })
+
+  it("an over-refund is refused before Stripe is called; nothing is reserved", async () => {
+    const linked = await linkedApplication()
+    const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
+    const over = await operatorRefund(id, { amount: 1001 })
+    expect(over.status).toBe(422)
+    expect(errorCode(over)).toBe("refund_amount_exceeds_refundable")
+    expect(refundCalls(paymentIntentId)).toHaveLength(0)
+    const fetched = (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
+    expect(fetched.refunds).toHaveLength(0)
+    const bad = await operatorRefund(id, { amount: 12.5, reason: "x".repeat(256) })
+    expect(bad.status).toBe(422)
+    expect(errorCode(bad)).toBe("validation_failed")
+    expect(refundCalls(paymentIntentId)).toHaveLength(0)
+  })
+
+  it("a test payment through the operator endpoint: 409 payment_not_refundable, nothing recorded", async () => {
+    const { testKey } = await server.createApplication()
+    const payment = await paidPayment(server, testKey)
+    const answer = await operatorRefund(payment.id, { amount: 100 })
+    expect(answer.status, answer.text).toBe(409)
+    expect(errorCode(answer)).toBe("payment_not_refundable")
+    expect(((await fetchPayment(server, testKey, payment.id)).body as WirePayment).refunds).toHaveLength(0)
+  })
+
+  it("unknown and malformed payment ids: 404; the admin token is required", async () => {
+    expect((await operatorRefund(crypto.randomUUID(), {})).status).toBe(404)
+    expect((await operatorRefund("not-a-uuid", {})).status).toBe(404)
+    const linked = await linkedApplication()
+    const { id } = await paidLivePayment(linked, 1000)
+    const anonymous = await server.request(`/admin/api/v1/payments/${id}/refunds`, { method: "POST", body: {} })
+    expect(anonymous.status).toBe(401)
+    const withLiveKey = await server.request(`/admin/api/v1/payments/${id}/refunds`, {
+      method: "POST",
+      key: linked.liveKey,
+      body: {}
+    })
+    expect(withLiveKey.status).toBe(401)
+  })
+
+  it("tenancy: a dashboard user of another application cannot refund the payment; nothing reaches Stripe", async () => {
+    const owner = await linkedApplication()
+    const other = await linkedApplication()
+    const { id, paymentIntentId } = await paidLivePayment(owner, 1000)
+    const developer = await createUser(server, { roles: [[other.application.id, "developer"]] })
+    const client = await DashboardClient.signIn(server, developer)
+    const base = `/dashboard/apps/${other.application.id}`
+    // The page is there for the user's own application's payments: the other application's payment is not found.
+    expect((await client.get(`${base}/payments`)).status).toBe(200)
+    const answer = await client.post(`${base}/payments/${id}/refunds`, { amount: "100", reason: "" })
+    expect(answer.status).toBe(404)
+    expect(answer.html).not.toContain("No such path")
+    expect(refundCalls(paymentIntentId)).toHaveLength(0)
+    expect(((await fetchPayment(server, owner.liveKey, id)).body as WirePayment).refunds).toHaveLength(0)
+    // The merchant API with the other application's live key does not see it either.
+    expect((await fetchPayment(server, other.liveKey, id)).status).toBe(404)
+  })
+})
