@@ -3,9 +3,10 @@
  * (or whatever ConfigProvider the caller gives), logging for the environment, and on a first start outside
  * production the demo application and its one-time banner once the server listens.
  */
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import * as Logging from "./config/Logging.ts"
 import { ServerConfig } from "./config/ServerConfig.ts"
+import * as Database from "./database/Database.ts"
 import * as KassaServer from "./KassaServer.ts"
 import * as DemoApplication from "./seed/DemoApplication.ts"
 
@@ -14,3 +15,15 @@ export const layer = DemoApplication.layer.pipe(
   Layer.provide(Logging.layer),
   Layer.provide(ServerConfig.layer)
 )
+
+/**
+ * `kassa migrate`: applies the pending migrations to the configured database and returns those applied here (none
+ * when it was current, or when another process applied them while this one waited for the lock). A database ahead
+ * of this build fails with `SchemaNotCurrent`.
+ */
+export const migrate = Effect.gen(function* () {
+  const applied = yield* Database.migrate
+  yield* Database.requireCurrentSchema
+  const known = yield* Database.knownMigrations
+  return { applied, latest: known[known.length - 1] }
+}).pipe(Effect.provide(Database.clientLayer), Effect.provide(Logging.layer), Effect.provide(ServerConfig.layer))

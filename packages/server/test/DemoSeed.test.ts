@@ -295,6 +295,8 @@ describe.each(databases)("first start on %s", (database) => {
       const token = `prod-admin-token-${crypto.randomUUID()}`
       const run = await start(installation, {
         KASSA_ENV: "production",
+        // On the PGlite run: production refuses the embedded database unless told.
+        KASSA_ALLOW_EMBEDDED: "1",
         KASSA_ADMIN_TOKEN: token,
         KASSA_SECRET_KEY: `prod-secret-key-${crypto.randomUUID()}`
       })
@@ -302,7 +304,8 @@ describe.each(databases)("first start on %s", (database) => {
       expect(listed.status).toBe(200)
       expect(await listed.json()).toEqual({ data: [] })
       const output = await run.stop()
-      expect(output.stdout).toMatch(/^Kassa listening on .*production\)$/m)
+      // In production the start line is a JSON log line too (issue 14 §1).
+      expect(output.stdout).toMatch(/^\{"message":"Kassa listening on [^"]*production\)"/m)
       expect(splitBanner(output.stdout).banner).toEqual([])
       expect(output.stdout + output.stderr).not.toMatch(secretPattern)
       expect(output.stdout + output.stderr).not.toContain(token)

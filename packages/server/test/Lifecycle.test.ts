@@ -109,6 +109,7 @@ describe("start and stop", () => {
     }
     const started = start({
       KASSA_ENV: "production",
+      KASSA_ALLOW_EMBEDDED: "1",
       KASSA_PORT: String(serverPort),
       KASSA_DATA_DIR: freshDataDir(),
       ...secrets

@@ -16,7 +16,12 @@ const load = (env: Record<string, string>) =>
     )
   ).then((exit) => (Exit.isFailure(exit) ? { failure: String(exit.cause) } : { failure: undefined }))
 
-const production = { KASSA_ENV: "production", KASSA_ADMIN_TOKEN: long, KASSA_SECRET_KEY: long }
+const production = {
+  KASSA_ENV: "production",
+  KASSA_ADMIN_TOKEN: long,
+  KASSA_SECRET_KEY: long,
+  DATABASE_URL: "postgres://kassa@db.internal/kassa"
+}
 
 describe("settings refused at start", () => {
   it("production accepts 32-character secrets and an https base URL", async () => {
@@ -74,5 +79,70 @@ describe("settings refused at start", () => {
     expect(Duration.toMillis(settings.requestReceiveTimeout)).toBe(30_000)
     expect(Duration.toMillis(settings.keepAliveTimeout)).toBe(65_000)
     expect(Duration.toMillis(settings.databaseStatementTimeout)).toBe(30_000)
+  })
+})
+
+describe("the embedded database in production (issue 14 §2)", () => {
+  const { DATABASE_URL: _, ...embedded } = production
+
+  it("is refused, naming KASSA_ALLOW_EMBEDDED and DATABASE_URL", async () => {
+    const { failure } = await load(embedded)
+    expect(failure).toContain("KASSA_ALLOW_EMBEDDED=1")
+    expect(failure).toContain("DATABASE_URL")
+  })
+
+  it("is allowed with KASSA_ALLOW_EMBEDDED=1, and outside production", async () => {
+    expect(await load({ ...embedded, KASSA_ALLOW_EMBEDDED: "1" })).toEqual({ failure: undefined })
+    expect(await load({})).toEqual({ failure: undefined })
+  })
+})
+
+describe("pool size and delivery concurrency (issue 14 §2)", () => {
+  const read = (env: Record<string, string>) =>
+    Effect.runPromise(
+      Effect.gen(function* () {
+        return yield* ServerConfig
+      }).pipe(
+        Effect.provide(ServerConfig.layer),
+        Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
+      )
+    )
+
+  it("default to 20 connections, 256 attempts in flight and 16 per URL, and read the settings", async () => {
+    const defaults = await read({})
+    expect([defaults.databasePoolSize, defaults.deliveryConcurrency, defaults.deliveryConcurrencyPerUrl]).toEqual([
+      20, 256, 16
+    ])
+    expect(defaults.migrate).toBe(true)
+    const set = await read({
+      KASSA_DATABASE_POOL_SIZE: "5",
+      KASSA_DELIVERY_CONCURRENCY: "64",
+      KASSA_DELIVERY_CONCURRENCY_PER_URL: "4",
+      KASSA_MIGRATE: "false"
+    })
+    expect([set.databasePoolSize, set.deliveryConcurrency, set.deliveryConcurrencyPerUrl, set.migrate]).toEqual([
+      5,
+      64,
+      4,
+      false
+    ])
+  })
+
+  it.each(["KASSA_DATABASE_POOL_SIZE", "KASSA_DELIVERY_CONCURRENCY", "KASSA_DELIVERY_CONCURRENCY_PER_URL"])(
+    "a bad %s stops the start naming it",
+    async (name) => {
+      for (const value of ["0", "-3", "many", "2.5", "100000"]) {
+        expect((await load({ [name]: value })).failure, `${name}=${value}`).toContain(name)
+      }
+    }
+  )
+
+  it("a per-URL cap above the process cap is refused", async () => {
+    const { failure } = await load({ KASSA_DELIVERY_CONCURRENCY: "8", KASSA_DELIVERY_CONCURRENCY_PER_URL: "16" })
+    expect(failure).toContain("KASSA_DELIVERY_CONCURRENCY_PER_URL")
+  })
+
+  it("KASSA_MIGRATE must be a boolean", async () => {
+    expect((await load({ KASSA_MIGRATE: "perhaps" })).failure).toContain("KASSA_MIGRATE")
   })
 })

@@ -465,7 +465,12 @@ describe("KASSA_STRIPE_API_URL", () => {
         Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
       )
     ).then((exit) => (Exit.isFailure(exit) ? String(exit.cause) : exit.value.stripeApiUrl))
-  const production = { KASSA_ENV: "production", KASSA_ADMIN_TOKEN: "a".repeat(32), KASSA_SECRET_KEY: "b".repeat(32) }
+  const production = {
+    KASSA_ENV: "production",
+    KASSA_ADMIN_TOKEN: "a".repeat(32),
+    KASSA_SECRET_KEY: "b".repeat(32),
+    KASSA_ALLOW_EMBEDDED: "1"
+  }
 
   it("defaults to https://api.stripe.com; http is refused in production only; a path or another scheme is refused", async () => {
     expect(await load({})).toBe("https://api.stripe.com")

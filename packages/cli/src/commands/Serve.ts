@@ -23,15 +23,23 @@ export const serve = Command.make(
     dataDir: Flag.String("data-dir").pipe(
       Flag.withDescription("Where the embedded database keeps its files (env KASSA_DATA_DIR, default ./.kassa)"),
       Flag.optional
+    ),
+    migrate: Flag.Boolean("migrate").pipe(
+      Flag.withDescription(
+        "Apply pending migrations at start (env KASSA_MIGRATE, default true); --no-migrate serves only a schema " +
+          "`kassa migrate` brought up to date"
+      ),
+      Flag.optional
     )
   },
-  Effect.fn("serve")(function* ({ port, host, dataDir }) {
+  Effect.fn("serve")(function* ({ port, host, dataDir, migrate }) {
     // Loaded here, not at the top: every other command starts without the server's modules.
     const { Launch } = yield* Effect.promise(() => import("@kassa/server"))
     const overrides: Record<string, string> = {
       ...Option.match(port, { onNone: () => ({}), onSome: (value) => ({ KASSA_PORT: String(value) }) }),
       ...Option.match(host, { onNone: () => ({}), onSome: (value) => ({ KASSA_HOST: value }) }),
-      ...Option.match(dataDir, { onNone: () => ({}), onSome: (value) => ({ KASSA_DATA_DIR: value }) })
+      ...Option.match(dataDir, { onNone: () => ({}), onSome: (value) => ({ KASSA_DATA_DIR: value }) }),
+      ...Option.match(migrate, { onNone: () => ({}), onSome: (value) => ({ KASSA_MIGRATE: String(value) }) })
     }
     const environment = ConfigProvider.layer(ConfigProvider.fromEnvRecord({ ...process.env, ...overrides }))
     return yield* Layer.launch(Launch.layer.pipe(Layer.provide(environment)))

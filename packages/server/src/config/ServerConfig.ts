@@ -40,6 +40,16 @@ export interface ServerSettings {
   readonly otlpSampleRatio: number
   /** How long `/readyz` answers 503 at SIGTERM before the listener closes, so a load balancer stops sending. */
   readonly drainDelay: Duration.Duration
+  /** Whether a start applies pending migrations (`KASSA_MIGRATE`, default true); off → `kassa migrate` does. */
+  readonly migrate: boolean
+  /** Production on the embedded database is refused unless this is set (`KASSA_ALLOW_EMBEDDED=1`). */
+  readonly allowEmbedded: boolean
+  /** Connections in the PostgreSQL pool of one process. */
+  readonly databasePoolSize: number
+  /** Webhook attempts in flight in one process. */
+  readonly deliveryConcurrency: number
+  /** Webhook attempts in flight to one URL from one process. */
+  readonly deliveryConcurrencyPerUrl: number
 }
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
@@ -88,7 +98,12 @@ export const settings: Config.Config<ServerSettings> = Config.all({
     )
   ),
   otlpSampleRatio: Config.Number("KASSA_OTLP_SAMPLE_RATIO").pipe(Config.withDefault(1)),
-  drainDelay: Config.Duration("KASSA_DRAIN_DELAY").pipe(Config.withDefault(Duration.zero))
+  drainDelay: Config.Duration("KASSA_DRAIN_DELAY").pipe(Config.withDefault(Duration.zero)),
+  migrate: Config.Boolean("KASSA_MIGRATE").pipe(Config.withDefault(true)),
+  allowEmbedded: Config.Boolean("KASSA_ALLOW_EMBEDDED").pipe(Config.withDefault(false)),
+  databasePoolSize: Config.Int("KASSA_DATABASE_POOL_SIZE").pipe(Config.withDefault(20)),
+  deliveryConcurrency: Config.Int("KASSA_DELIVERY_CONCURRENCY").pipe(Config.withDefault(256)),
+  deliveryConcurrencyPerUrl: Config.Int("KASSA_DELIVERY_CONCURRENCY_PER_URL").pipe(Config.withDefault(16))
 }).pipe(
   Config.map(
     ({ baseUrl, ...rest }): ServerSettings => ({
@@ -171,6 +186,21 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
   if (!Duration.isFinite(loaded.drainDelay) || Duration.toMillis(loaded.drainDelay) > 60_000) {
     found.push(`KASSA_DRAIN_DELAY must be a finite duration of at most 60 seconds, such as "5 seconds"`)
   }
+  for (const [name, value, maximum] of [
+    // PostgreSQL's default max_connections is 100; a pool above 1,000 is a typo, not a plan.
+    ["KASSA_DATABASE_POOL_SIZE", loaded.databasePoolSize, 1000],
+    ["KASSA_DELIVERY_CONCURRENCY", loaded.deliveryConcurrency, 10_000],
+    ["KASSA_DELIVERY_CONCURRENCY_PER_URL", loaded.deliveryConcurrencyPerUrl, 10_000]
+  ] as const) {
+    if (!(Number.isInteger(value) && value >= 1 && value <= maximum)) {
+      found.push(`${name} must be a whole number from 1 to ${maximum} (got ${value})`)
+    }
+  }
+  if (loaded.deliveryConcurrencyPerUrl > loaded.deliveryConcurrency) {
+    found.push(
+      `KASSA_DELIVERY_CONCURRENCY_PER_URL (${loaded.deliveryConcurrencyPerUrl}) cannot exceed KASSA_DELIVERY_CONCURRENCY (${loaded.deliveryConcurrency})`
+    )
+  }
   return found
 }
 
@@ -188,6 +218,15 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
           return yield* Effect.die(
             new MissingProductionSetting(
               `KASSA_ENV=production needs ${missing.join(" and ")}: set ${missing.length > 1 ? "them" : "it"} to a long random value (e.g. openssl rand -base64 32)`
+            )
+          )
+        }
+        // The embedded database is one process's files with one connection: no replication, no backups by the
+        // database, no second server. Production runs on it only when the operator says so.
+        if (Option.isNone(loaded.databaseUrl) && !loaded.allowEmbedded) {
+          return yield* Effect.die(
+            new MissingProductionSetting(
+              "KASSA_ENV=production needs DATABASE_URL (PostgreSQL): the embedded database is for development; set KASSA_ALLOW_EMBEDDED=1 to run production on it anyway"
             )
           )
         }
@@ -221,6 +260,11 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       otlpUrl: Option.none(),
       otlpSampleRatio: 1,
       drainDelay: Duration.zero,
+      migrate: true,
+      allowEmbedded: false,
+      databasePoolSize: 20,
+      deliveryConcurrency: 256,
+      deliveryConcurrencyPerUrl: 16,
       ...overrides
     })
 }

@@ -4,7 +4,8 @@
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
 import { ServerConfig, type ServerSettings } from "../config/ServerConfig.ts"
 import { EmbeddedPostgres } from "./EmbeddedPostgres.ts"
 import initial from "./migrations/0001_initial.ts"
@@ -73,12 +74,81 @@ export const layer = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* ServerConfig
     const client = Option.match(config.databaseUrl, {
-      onSome: (url) => PgClient.layer({ ...clientOptions, ...networkOptions(config), url, maxConnections: 20 }),
+      onSome: (url) =>
+        PgClient.layer({ ...clientOptions, ...networkOptions(config), url, maxConnections: config.databasePoolSize }),
       onNone: () => embeddedClient.pipe(Layer.provide(EmbeddedPostgres.layer(config.dataDir)))
     })
-    const migrated = PgMigrator.layer({ loader: migrations, table: "kassa_migrations" }).pipe(
-      Layer.provide(NodeServices.layer)
+    // Migrated at start unless KASSA_MIGRATE=false (`kassa serve --no-migrate`); either way the schema must then be
+    // exactly this build's, or the start stops.
+    const ready = Layer.effectDiscard(
+      Effect.gen(function* () {
+        if (config.migrate) yield* migrate
+        yield* requireCurrentSchema
+      })
     )
-    return Layer.provideMerge(migrated, client)
+    return Layer.provideMerge(ready, client)
   })
 )
+
+/** The SqlClient for the configured database, not migrated (`kassa migrate`). */
+export const clientLayer = Layer.unwrap(
+  Effect.gen(function* () {
+    const config = yield* ServerConfig
+    return Option.match(config.databaseUrl, {
+      onSome: (url) =>
+        PgClient.layer({ ...clientOptions, ...networkOptions(config), url, maxConnections: config.databasePoolSize }),
+      onNone: () => embeddedClient.pipe(Layer.provide(EmbeddedPostgres.layer(config.dataDir)))
+    })
+  })
+)
+
+const migrationTable = "kassa_migrations"
+
+/** Ids and names of the migrations this build carries, oldest first. */
+export const knownMigrations = migrations.pipe(
+  Effect.map((loaded) => loaded.map(([id, name]) => ({ id, name }))),
+  Effect.orDie
+)
+
+/**
+ * Applies the pending migrations; returns those applied here. Effect's migrator takes
+ * `LOCK TABLE kassa_migrations IN ACCESS EXCLUSIVE MODE` in its transaction, so a second process starting at the
+ * same time waits (bounded by the statement timeout) for the first to commit, then finds nothing left to apply.
+ */
+export const migrate = PgMigrator.run({ loader: migrations, table: migrationTable }).pipe(
+  Effect.map((applied) => applied.map(([id, name]) => ({ id, name }))),
+  Effect.provide(NodeServices.layer)
+)
+
+/** The newest migration recorded in the database; 0 on a database never migrated. */
+export const appliedVersion = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const table = yield* sql<{ readonly found: string | null }>`SELECT to_regclass(${migrationTable})::text AS found`
+  if (table[0]?.found == null) return 0
+  const rows = yield* sql<{
+    readonly latest: number | null
+  }>`SELECT max(migration_id) AS latest FROM ${sql(migrationTable)}`
+  return Number(rows[0]?.latest ?? 0)
+})
+
+/**
+ * The database's schema is not this build's: behind (migrations not applied, the server started with
+ * KASSA_MIGRATE=false) or ahead (a newer Kassa migrated it). Either way this build does not serve it.
+ */
+export class SchemaNotCurrent extends Schema.TaggedError<SchemaNotCurrent>()("SchemaNotCurrent", {
+  applied: Schema.Number,
+  known: Schema.Number
+}) {
+  override get message() {
+    return this.applied < this.known
+      ? `the database schema is behind this build (migration ${this.applied}, this build needs ${this.known}): run \`kassa migrate\` (or start without KASSA_MIGRATE=false / --no-migrate)`
+      : `the database schema is ahead of this build (migration ${this.applied}, this build knows up to ${this.known}): a newer Kassa migrated it; run that version (older builds do not serve a newer schema)`
+  }
+}
+
+/** Fails with {@link SchemaNotCurrent} unless the database is at exactly this build's newest migration. */
+export const requireCurrentSchema = Effect.gen(function* () {
+  const known = (yield* knownMigrations).reduce((latest, { id }) => Math.max(latest, id), 0)
+  const applied = yield* appliedVersion
+  if (applied !== known) return yield* new SchemaNotCurrent({ applied, known })
+})

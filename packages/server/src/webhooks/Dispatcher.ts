@@ -9,7 +9,7 @@
  *   over: on PostgreSQL at once (its advisory lock went with its connection), otherwise when the lease runs out.
  * - Wake-ups: DeliveryWakeup (in-process after the outbox's commit; LISTEN/NOTIFY on PostgreSQL), with a poll every
  *   {@link PollInterval} as the backstop, which is also how retries come due.
- * - Caps: at most {@link globalLimit} attempts in flight per process and {@link perUrlLimit} per webhook URL; a
+ * - Caps (settings; defaults {@link globalLimit} and {@link perUrlLimit}): attempts in flight per process and per URL; a
  *   delivery whose URL is at its cap is handed back at once, and that application's deliveries are left out of the
  *   next claims until a slot frees, so a slow receiver holds only its own slots. Retries may hold at most
  *   {@link retryLimit} slots and first attempts are claimed first, so retries never starve first attempts.
@@ -47,11 +47,11 @@ import {
 import { DeliveryWakeup } from "./DeliveryWakeup.ts"
 import { type Outcome, WebhookSender } from "./WebhookSender.ts"
 
-/** Attempts in flight in one process. */
+/** Attempts in flight in one process, by default (`KASSA_DELIVERY_CONCURRENCY`). */
 export const globalLimit = 256
-/** Attempts in flight to one webhook URL from one process. */
+/** Attempts in flight to one webhook URL from one process, by default (`KASSA_DELIVERY_CONCURRENCY_PER_URL`). */
 export const perUrlLimit = 16
-/** Slots retries may hold; the rest are always there for first attempts. */
+/** Slots retries may hold at the default caps (half); the rest are always there for first attempts. */
 export const retryLimit = 128
 /** Largest claim. */
 export const batchSize = 100
@@ -64,8 +64,6 @@ export const leaseDuration: Duration.Duration = Duration.seconds(60)
 export const PollInterval = Context.Reference<Duration.Duration>("@kassa/server/webhooks/Dispatcher/PollInterval", {
   defaultValue: () => Duration.seconds(1)
 })
-// After a full claim, the loop waits for this many free slots before claiming again (fewer, larger claims).
-const refill = globalLimit / 8
 
 export interface RunSummary {
   /** Deliveries claimed (attempted, or failed at their 24 h without an attempt). */
@@ -154,6 +152,12 @@ export class Dispatcher extends Context.Service<
       const onPostgres = Option.isSome(config.databaseUrl)
       const owner = yield* Random.nextIntBetween(1, 2_147_483_647)
       const pollInterval = yield* PollInterval
+      // The caps (KASSA_DELIVERY_CONCURRENCY, KASSA_DELIVERY_CONCURRENCY_PER_URL); retries keep the same share of
+      // the slots as at the defaults (half), and a full loop claims again once an eighth is free.
+      const globalCap = config.deliveryConcurrency
+      const perUrlCap = config.deliveryConcurrencyPerUrl
+      const retryCap = Math.max(1, Math.floor((globalCap * retryLimit) / globalLimit))
+      const refillAt = Math.max(1, Math.floor(globalCap / 8))
 
       /** Makes one attempt of `delivery` to `target` (URL and secrets as read for it), started at `clock`'s time. */
       const attempt = Effect.fnUntraced(function* (
@@ -222,7 +226,7 @@ export class Dispatcher extends Context.Service<
       const busyApplications = () => {
         const busy: Array<string> = []
         for (const [application, url] of applicationUrl) {
-          if ((perUrl.get(url) ?? 0) >= perUrlLimit) busy.push(application)
+          if ((perUrl.get(url) ?? 0) >= perUrlCap) busy.push(application)
         }
         return busy
       }
@@ -240,7 +244,7 @@ export class Dispatcher extends Context.Service<
         Effect.suspend(() => {
           inFlight--
           if (delivery.attemptCount > 0) retriesInFlight--
-          let wake = inFlight === globalLimit - refill
+          let wake = inFlight === globalCap - refillAt
           if (url !== null) {
             const left = (perUrl.get(url) ?? 1) - 1
             if (left === 0) {
@@ -248,12 +252,12 @@ export class Dispatcher extends Context.Service<
               applicationUrl.delete(delivery.applicationId)
             } else perUrl.set(url, left)
             // A receiver that was at its cap can take work again.
-            wake ||= left === perUrlLimit - 1
+            wake ||= left === perUrlCap - 1
           }
           return wake ? wakeup.wake : Effect.void
         })
 
-      const writes = yield* Queue.bounded<ScheduledResult>(4 * globalLimit)
+      const writes = yield* Queue.bounded<ScheduledResult>(4 * globalCap)
       const attempts = yield* FiberSet.make<unknown, never>()
 
       /** The writer: batches of results, one transaction each; a failed batch is tried again. */
@@ -271,7 +275,7 @@ export class Dispatcher extends Context.Service<
 
       /** One claim round of the background loop; true when more due work is probably waiting. */
       const round = Effect.gen(function* () {
-        const free = globalLimit - inFlight
+        const free = globalCap - inFlight
         if (free <= 0) return true
         const now = yield* DateTime.now
         const common = {
@@ -283,7 +287,7 @@ export class Dispatcher extends Context.Service<
         }
         const firstLimit = Math.min(free, batchSize)
         const firsts = yield* repo.claim({ ...common, lane: "first", limit: firstLimit })
-        const retryRoom = Math.min(free - firsts.length, retryLimit - retriesInFlight, batchSize)
+        const retryRoom = Math.min(free - firsts.length, retryCap - retriesInFlight, batchSize)
         const retries = retryRoom > 0 ? yield* repo.claim({ ...common, lane: "retry", limit: retryRoom }) : []
         const claimed = [...firsts, ...retries]
         if (claimed.length === 0) return false
@@ -299,7 +303,7 @@ export class Dispatcher extends Context.Service<
           }
           const target = targets.get(delivery.applicationId)
           const url = target?.url ?? null
-          if (url !== null && (perUrl.get(url) ?? 0) >= perUrlLimit) {
+          if (url !== null && (perUrl.get(url) ?? 0) >= perUrlCap) {
             // Its receiver is busy: back to the queue, due as before, and its application sits out the next claims.
             applicationUrl.set(delivery.applicationId, url)
             handedBack.set(delivery.claimToken, [...(handedBack.get(delivery.claimToken) ?? []), delivery.id])
@@ -326,7 +330,7 @@ export class Dispatcher extends Context.Service<
           const more = yield* round.pipe(
             Effect.catchCause((cause) => Effect.logError("Webhook dispatch round failed", cause).pipe(Effect.as(false)))
           )
-          if (!(more && inFlight < globalLimit)) yield* wakeup.wait(pollInterval)
+          if (!(more && inFlight < globalCap)) yield* wakeup.wait(pollInterval)
         }
       })
 
