@@ -7,9 +7,8 @@
  * recomputed, no event, a discrepancy. Over-refunds are refused before Stripe hears of them; test payments get the
  * operator endpoint's error; every request is audited.
  *
- * Fixture: the live create path is being built in parallel, so a paid live payment is made here the way it will look
- * once paid: a linked application (operator API, as production links it), a Checkout Session created and paid at the
- * fake Stripe, and the payment with its `provider_payments` row (session id, payment intent id) inserted directly.
+ * Fixture (support/LivePaymentFixture.ts): a paid live payment as Kassa holds one once Stripe took the money — linked
+ * through the operator API, a Checkout Session paid at the fake Stripe, the payment and its `provider_payments` row.
  */
 import { Ids } from "@kassa/core"
 import { DateTime, Duration, Effect } from "effect"
@@ -18,13 +17,13 @@ import { LiveRefunds } from "../src/providers/LiveRefunds.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
 import { type FakeStripe, type JsonObject, startFakeStripe } from "./support/FakeStripe.ts"
+import {
+  type LinkedForRefunds,
+  linkedApplication as linkedFixture,
+  paidLivePayment as paidFixture
+} from "./support/LivePaymentFixture.ts"
 import { errorCode, eventsOf, fetchPayment, paidPayment, query, type WirePayment } from "./support/PaymentFixtures.ts"
-import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
-
-interface Linked extends TestApplication {
-  readonly linkId: string
-  readonly stripeKey: string
-}
+import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 describe.each(databases)("live refunds on %s", (database) => {
   let fake: FakeStripe
@@ -39,70 +38,8 @@ describe.each(databases)("live refunds on %s", (database) => {
     await fake.close()
   })
 
-  /** An application with a live Stripe account linked through the operator API. */
-  const linkedApplication = async (): Promise<Linked> => {
-    const created = await server.createApplication()
-    const account = fake.addAccount({ livemode: true })
-    const linked = await server.request(`/admin/api/v1/applications/${created.application.id}/provider-account`, {
-      method: "PUT",
-      key: server.adminToken,
-      body: { provider: "stripe", secret_key: account.key }
-    })
-    expect(linked.status, linked.text).toBe(200)
-    const [row] = await query(
-      server,
-      (sql) => sql`SELECT id FROM provider_links WHERE application_id = ${created.application.id} AND status = 'active'`
-    )
-    return { ...created, linkId: String(row?.id), stripeKey: account.key }
-  }
-
-  /** A Checkout Session created at the fake Stripe with the account's key, then paid by the customer. */
-  const paidSession = async (key: string, amount: number) => {
-    const response = await fetch(`${fake.url}/v1/checkout/sessions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        mode: "payment",
-        "line_items[0][price_data][currency]": "eur",
-        "line_items[0][price_data][unit_amount]": String(amount),
-        "line_items[0][price_data][product_data][name]": "A live order",
-        "line_items[0][quantity]": "1",
-        success_url: "https://kassa.example/return"
-      }).toString()
-    })
-    expect(response.status).toBe(200)
-    const session = (await response.json()) as JsonObject
-    const paid = fake.pay(String(session.id), { name: "Ann Buyer", email: "ann@buyer.example" })
-    return { sessionId: String(paid.id), paymentIntentId: String(paid.payment_intent) }
-  }
-
-  /** Fixture (see the module comment): a paid live payment Kassa opened at the fake Stripe. */
-  const paidLivePayment = async (linked: Linked, amount = 1000) => {
-    const { sessionId, paymentIntentId } = await paidSession(linked.stripeKey, amount)
-    const id = crypto.randomUUID()
-    await query(
-      server,
-      (sql) => sql`
-        INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-          order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
-          created_at, updated_at)
-        VALUES (${id}, ${linked.application.id}, 'live', 'paid', ${amount}, 0, 'EUR', 'card',
-          ${`live-${id.slice(0, 8)}`}, 'A live order',
-          ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null })}::jsonb,
-          ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null, ip: "203.0.113.9", user_agent: "Test" })}::jsonb,
-          'en', NULL, '{}'::jsonb, now() + interval '1 hour', now(), now(), now())
-      `
-    )
-    await query(
-      server,
-      (sql) => sql`
-        INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
-          created_at, updated_at)
-        VALUES (${id}, ${linked.linkId}, 'open', ${sessionId}, ${paymentIntentId}, ${`kassa-${id}`}, now(), now())
-      `
-    )
-    return { id, paymentIntentId }
-  }
+  const linkedApplication = () => linkedFixture(server, fake)
+  const paidLivePayment = (linked: LinkedForRefunds, amount = 1000) => paidFixture(server, fake, linked, amount)
 
   /** One round of the background fiber, at `now` (a test never waits for the clock). */
   const settleDue = (now?: DateTime.Utc) =>

@@ -1,5 +1,5 @@
 /**
- * `kassa admin apps|keys|webhook-secret|deliveries|users|audit|provider …`: the operator API (decisions §8, §10) with
+ * `kassa admin apps|keys|webhook-secret|deliveries|users|audit|provider|payments …`: the operator API (decisions §8, §10) with
  * the admin token.
  */
 import type { Application as CoreApplication } from "@kassa/core"
@@ -722,9 +722,75 @@ const provider = Command.make("provider").pipe(
   Command.withSubcommands([providerLink, providerShow, providerRetire])
 )
 
+// --- payments -------------------------------------------------------------------------------------------------------
+
+/** A payment as the API answers it, the parts a refund shows. */
+interface RefundedPayment {
+  readonly id: string
+  readonly status: string
+  readonly amount: number
+  readonly refunded_amount: number
+  readonly currency: string
+  readonly refunds: ReadonlyArray<{
+    readonly id: string
+    readonly amount: number
+    readonly status: string
+    readonly reason: string | null
+    readonly created_at: string
+  }>
+}
+
+const paymentsRefund = Command.make(
+  "refund",
+  {
+    ...Settings.operator,
+    paymentId: Argument.String("payment-id").pipe(Argument.withDescription("The live payment's id")),
+    amount: Flag.Int("amount").pipe(
+      Flag.withDescription("Minor units to refund (default: everything still refundable)"),
+      Flag.optional
+    ),
+    reason: Flag.String("reason").pipe(Flag.withDescription("Why, at most 255 characters"), Flag.optional)
+  },
+  (input) =>
+    request<RefundedPayment>(input, "POST", `/payments/${path(input.paymentId)}/refunds`, {
+      ...some("amount", input.amount),
+      ...some("reason", input.reason)
+    }).pipe(
+      Effect.flatMap((payment) =>
+        output(input.json, payment, (refunded) => {
+          const newest = refunded.refunds.at(-1)
+          const outcome =
+            newest?.status === "succeeded"
+              ? "Stripe refunded it."
+              : newest?.status === "failed"
+                ? "Stripe refused it; the amount is refundable again."
+                : "Stripe has not answered yet; Kassa asks again in the background (the refund stays pending)."
+          return `${fields([
+            ["Payment", refunded.id],
+            ["Status", refunded.status],
+            ["Refunded", `${refunded.refunded_amount} of ${refunded.amount} ${refunded.currency} (minor units)`],
+            ["Refund", newest?.id ?? null],
+            ["Refund status", newest?.status ?? null],
+            ["Refund amount", newest === undefined ? null : String(newest.amount)]
+          ])}\n\n${outcome}`
+        })
+      ),
+      reporting(input.json)
+    )
+).pipe(
+  Command.withDescription(
+    "Refund a live payment through its payment provider (Stripe), as service staff; audited like the dashboard's"
+  )
+)
+
+const payments = Command.make("payments").pipe(
+  Command.withDescription("Live payments: refund"),
+  Command.withSubcommands([paymentsRefund])
+)
+
 export const admin = Command.make("admin").pipe(
   Command.withDescription(
-    "The operator API (KASSA_ADMIN_TOKEN): applications, keys, webhook secrets, deliveries, users, audit log, provider account"
+    "The operator API (KASSA_ADMIN_TOKEN): applications, keys, webhook secrets, deliveries, users, audit log, provider account, live refunds"
   ),
-  Command.withSubcommands([apps, keys, webhookSecret, deliveries, users, audit, provider])
+  Command.withSubcommands([apps, keys, webhookSecret, deliveries, users, audit, provider, payments])
 )

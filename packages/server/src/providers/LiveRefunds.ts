@@ -188,7 +188,8 @@ export class LiveRefunds extends Context.Service<
                       outcome._tag === "NoAnswer" ? outcome : { _tag: "Refund", refund: outcome.refund },
                       { now, visit: null }
                     )
-              yield* repo.save(stored.payment, settlement.payment, now)
+              // An answer that moves nothing (no answer, a repeated read) leaves the payment row alone.
+              if (settlement.payment !== stored.payment) yield* repo.save(stored.payment, settlement.payment, now)
               const after = yield* reload(stored.payment.id)
               if (settlement.events.length > 0) {
                 yield* outbox.record(stored.applicationId, after.payment, settlement.events, now)

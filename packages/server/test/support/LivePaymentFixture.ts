@@ -1,0 +1,86 @@
+/**
+ * Fixture for live refund tests (issue 12 §4): a paid live payment as Kassa holds one once Stripe took the money — a
+ * linked application (operator API, as production links it), a Checkout Session created and paid at the fake
+ * Stripe, and the payment with its `provider_payments` row (session id, payment intent id) inserted directly. It
+ * stands in for the live create path and the `checkout.session.completed` event, which other tests cover; it is not
+ * a stub of Kassa's refund behaviour.
+ */
+import { expect } from "vitest"
+import type { FakeStripe, JsonObject } from "./FakeStripe.ts"
+import { query } from "./PaymentFixtures.ts"
+import type { RunningServer, TestApplication } from "./TestServer.ts"
+
+export interface LinkedForRefunds extends TestApplication {
+  readonly linkId: string
+  readonly stripeKey: string
+}
+
+/** An application with a live Stripe account of the fake linked through the operator API. */
+export const linkedApplication = async (server: RunningServer, fake: FakeStripe): Promise<LinkedForRefunds> => {
+  const created = await server.createApplication()
+  const account = fake.addAccount({ livemode: true })
+  const linked = await server.request(`/admin/api/v1/applications/${created.application.id}/provider-account`, {
+    method: "PUT",
+    key: server.adminToken,
+    body: { provider: "stripe", secret_key: account.key }
+  })
+  expect(linked.status, linked.text).toBe(200)
+  const [row] = await query(
+    server,
+    (sql) => sql`SELECT id FROM provider_links WHERE application_id = ${created.application.id} AND status = 'active'`
+  )
+  return { ...created, linkId: String(row?.id), stripeKey: account.key }
+}
+
+/** A Checkout Session created at the fake Stripe with the account's key, then paid by the customer. */
+const paidSession = async (fake: FakeStripe, key: string, amount: number) => {
+  const response = await fetch(`${fake.url}/v1/checkout/sessions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      mode: "payment",
+      "line_items[0][price_data][currency]": "eur",
+      "line_items[0][price_data][unit_amount]": String(amount),
+      "line_items[0][price_data][product_data][name]": "A live order",
+      "line_items[0][quantity]": "1",
+      success_url: "https://kassa.example/return"
+    }).toString()
+  })
+  expect(response.status).toBe(200)
+  const session = (await response.json()) as JsonObject
+  const paid = fake.pay(String(session.id), { name: "Ann Buyer", email: "ann@buyer.example" })
+  return { sessionId: String(paid.id), paymentIntentId: String(paid.payment_intent) }
+}
+
+/** A paid live payment of `linked`, opened at the fake Stripe (see the module comment). */
+export const paidLivePayment = async (
+  server: RunningServer,
+  fake: FakeStripe,
+  linked: LinkedForRefunds,
+  amount = 1000
+) => {
+  const { sessionId, paymentIntentId } = await paidSession(fake, linked.stripeKey, amount)
+  const id = crypto.randomUUID()
+  await query(
+    server,
+    (sql) => sql`
+      INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
+        order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
+        created_at, updated_at)
+      VALUES (${id}, ${linked.application.id}, 'live', 'paid', ${amount}, 0, 'EUR', 'card',
+        ${`live-${id.slice(0, 8)}`}, 'A live order',
+        ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null })}::jsonb,
+        ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null, ip: "203.0.113.9", user_agent: "Test" })}::jsonb,
+        'en', NULL, '{}'::jsonb, now() + interval '1 hour', now(), now(), now())
+    `
+  )
+  await query(
+    server,
+    (sql) => sql`
+      INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
+        created_at, updated_at)
+      VALUES (${id}, ${linked.linkId}, 'open', ${sessionId}, ${paymentIntentId}, ${`kassa-${id}`}, now(), now())
+    `
+  )
+  return { id, paymentIntentId }
+}
