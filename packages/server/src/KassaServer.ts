@@ -22,6 +22,7 @@ import * as DashboardRoutes from "./dashboard/DashboardRoutes.ts"
 import * as DashboardServices from "./dashboard/DashboardServices.ts"
 import * as Database from "./database/Database.ts"
 import * as CheckoutRoutes from "./http/CheckoutRoutes.ts"
+import * as ProviderWebhookRoutes from "./http/ProviderWebhookRoutes.ts"
 import { HealthHandlers, ProbeRoutes, probeRoutes } from "./http/HealthHandlers.ts"
 import { PaymentsHandlers } from "./http/PaymentsHandlers.ts"
 import * as ResponseMiddleware from "./http/ResponseMiddleware.ts"
@@ -46,6 +47,7 @@ const knownRoutes = (): ReadonlyArray<RouteFallback.KnownRoute> => {
     ...probeRoutes,
     ...DocsPages.routes,
     ...CheckoutRoutes.routes,
+    ...ProviderWebhookRoutes.routes,
     ...DashboardRoutes.routes,
     ...OperatorHandlers.knownRoutes()
   ]
@@ -69,6 +71,7 @@ const Routes = Layer.mergeAll(
   OperatorHandlers.layer,
   DocsPages.layer,
   CheckoutRoutes.layer,
+  ProviderWebhookRoutes.layer,
   DashboardRoutes.layer,
   ProbeRoutes,
   ResponseMiddleware.layer(knownRoutes())

@@ -5,6 +5,7 @@
  * answering (502 `provider_error`, `failed`, `payment.failed`), a live create without a link, and lazy expiry leaving
  * live payments to Stripe.
  */
+import { verify } from "@kassa/webhook-verify"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Payments } from "../src/payments/Payments.ts"
@@ -24,17 +25,31 @@ import {
   type WirePayment
 } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
+import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
+
+/** Waits (bounded) until `check` holds: Stripe's events arrive after the call that caused them. */
+const eventually = async (check: () => boolean | Promise<boolean>, what: string) => {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
 
 describe.each(databases)("live payments on %s", (database) => {
   let fake: FakeStripe
   let server: RunningServer
+  let receiver: WebhookReceiver
+  let paths = 0
   beforeAll(async () => {
     fake = await startFakeStripe({ apiVersion })
+    receiver = await startReceiver()
     server = await startServer(database, { stripeApiUrl: fake.url })
   })
   afterAll(async () => {
     await server.close()
     await fake.close()
+    await receiver.close()
   })
 
   const sessionCreates = (paymentId?: string) =>
@@ -175,5 +190,134 @@ describe.each(databases)("live payments on %s", (database) => {
     await server.run(Effect.flatMap(Payments, (payments) => payments.expireDue()))
     expect(await storedStatus(server, id)).toBe("pending")
     expect(await eventsOf(server, id)).toEqual([])
+  })
+
+  /** A linked shop whose merchant webhooks go to a path of its own, and a pending live payment of it. */
+  const livePayment = async (body: Record<string, unknown> = {}) => {
+    const path = `/live-${paths++}`
+    const shop = await linkedApplication(server, fake, { webhook_url: receiver.url(path) })
+    const created = await createPayment(server, shop.liveKey, { return_url: "https://shop.example/done", ...body })
+    expect(created.status, created.text).toBe(201)
+    const payment = created.body as WirePayment
+    const session = fake.sessions().find((s) => s.client_reference_id === payment.id)
+    return { shop, path, payment, sessionId: String(session?.id), sessionUrl: String(session?.url) }
+  }
+
+  const statusOf = async (liveKey: string, id: string) =>
+    ((await fetchPayment(server, liveKey, id)).body as WirePayment).status
+
+  const eventNames = async (id: string) => (await eventsOf(server, id)).map((event) => event.event)
+
+  it("checkout → Stripe's page (visit recorded) → paid there → settled paid with the payer → verified live webhook", async () => {
+    const { shop, path, payment, sessionId, sessionUrl } = await livePayment()
+    const visit = await fetch(payment.checkout_url, {
+      redirect: "manual",
+      headers: { "user-agent": "TestBrowser/1.0" }
+    })
+    expect(visit.status).toBe(303)
+    expect(visit.headers.get("location")).toBe(sessionUrl)
+    expect(await checkoutRow(payment.id)).toMatchObject({ visit_ip: "127.0.0.1", visit_user_agent: "TestBrowser/1.0" })
+
+    fake.pay(sessionId, { name: "Ada Lovelace", email: "ada@example.org", phone: "+44 20 7946 0000" })
+    await eventually(async () => (await statusOf(shop.liveKey, payment.id)) === "paid", "the payment to be paid")
+    const paid = (await fetchPayment(server, shop.liveKey, payment.id)).body as WirePayment
+    expect(paid.payer).toEqual({
+      name: "Ada Lovelace",
+      email: "ada@example.org",
+      phone: "+44 20 7946 0000",
+      ip: "127.0.0.1",
+      user_agent: "TestBrowser/1.0"
+    })
+    expect(await eventNames(payment.id)).toEqual(["payment.paid"])
+
+    const [delivered] = await receiver.waitFor(1, path, 10_000)
+    const signature = String(delivered?.headers["x-service-signature"])
+    const event = (await verify(String(delivered?.body), signature, shop.webhookSecret)) as unknown as {
+      event: string
+      data: Record<string, unknown>
+    }
+    expect(event.event).toBe("payment.paid")
+    expect(event.data).toMatchObject({ id: payment.id, status: "paid", mode: "live" })
+
+    // The way back from Stripe shows the status and, now that it is final, the way to the shop.
+    const back = await fetch(`${server.baseUrl}/checkout/${payment.id}/return`)
+    const page = await back.text()
+    expect(back.status).toBe(200)
+    expect(page).toContain("https://shop.example/done")
+    expect(page).toContain("paid")
+  })
+
+  it("the return page of a payment Stripe has not confirmed shows it pending, without the way back yet", async () => {
+    const { payment } = await livePayment()
+    const back = await fetch(`${server.baseUrl}/checkout/${payment.id}/return`)
+    const page = await back.text()
+    expect(back.status).toBe(200)
+    expect(page).toContain("has not confirmed")
+    expect(page).not.toContain("https://shop.example/done")
+  })
+
+  it("a duplicate event and reordered events change nothing twice", async () => {
+    const { shop, payment, sessionId } = await livePayment({ method: "card" })
+    fake.hold()
+    fake.pay(sessionId, { name: "Grace Hopper" }, { delayed: true })
+    fake.settleDelayed(sessionId, "succeeded")
+    // The later event first: its re-read already says paid; the older one then finds nothing new.
+    await fake.release("reversed")
+    await fake.settled()
+    expect(await statusOf(shop.liveKey, payment.id)).toBe("paid")
+    const sent = fake.deliveries.filter((d) => d.url.endsWith(shop.linkId) && d.type.startsWith("checkout.session."))
+    expect(sent.map((d) => d.status)).toEqual([200, 200])
+    await fake.resend(String(sent[0]?.eventId))
+    await fake.settled()
+    expect(await eventNames(payment.id)).toEqual(["payment.paid"])
+    const seen = await query(server, (sql) => sql`SELECT event_id FROM provider_events WHERE link_id = ${shop.linkId}`)
+    expect(seen).toHaveLength(2)
+  })
+
+  it("a bad signature gets 400 and changes nothing", async () => {
+    const { shop, payment, sessionId } = await livePayment()
+    fake.hold()
+    fake.pay(sessionId, { name: "Mallory" })
+    const event = fake.events.at(-1)
+    const body = JSON.stringify(event)
+    const t = Math.floor(Date.now() / 1000)
+    const response = await fetch(`${server.baseUrl}/provider-webhooks/stripe/${shop.linkId}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "stripe-signature": `t=${t},v1=${"0".repeat(64)}` },
+      body
+    })
+    expect(response.status).toBe(400)
+    expect(await storedStatus(server, payment.id)).toBe("pending")
+    expect(await eventNames(payment.id)).toEqual([])
+    const seen = await query(server, (sql) => sql`SELECT event_id FROM provider_events WHERE link_id = ${shop.linkId}`)
+    expect(seen).toEqual([])
+    await fake.release()
+    await fake.settled()
+  })
+
+  it("an event for another link's payment changes nothing there (one Stripe account linked to two applications)", async () => {
+    const { shop, payment, sessionId } = await livePayment()
+    // A second application linked to the same Stripe account: its endpoint gets every event of the account too.
+    const other = await server.createApplication()
+    const relinked = await server.request(`/admin/api/v1/applications/${other.application.id}/provider-account`, {
+      method: "PUT",
+      key: server.adminToken,
+      body: { provider: "stripe", secret_key: shop.stripeKey }
+    })
+    expect(relinked.status).toBe(200)
+    const otherUrl = fake.requests.filter((r) => r.method === "POST" && r.path === "/v1/webhook_endpoints").at(-1)
+      ?.params.url
+    const otherLinkId = String(otherUrl).split("/").at(-1)
+    fake.pay(sessionId, { name: "Ada" })
+    await fake.settled()
+    const toOther = fake.deliveries.filter((d) => d.url.endsWith(String(otherLinkId)))
+    expect(toOther.map((d) => d.status)).toEqual([200])
+    const seenByOther = await query(
+      server,
+      (sql) => sql`SELECT event_id FROM provider_events WHERE link_id = ${String(otherLinkId)}`
+    )
+    expect(seenByOther).toEqual([])
+    // Its own link settled it, once.
+    expect(await eventNames(payment.id)).toEqual(["payment.paid"])
   })
 })

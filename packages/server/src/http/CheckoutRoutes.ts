@@ -5,7 +5,7 @@
  * against cross-site posts (CsrfToken + Origin / Sec-Fetch-Site checks). Rules stay in the Payments service.
  */
 import { Ids, type Payment, PaymentRequests, Text } from "@kassa/core"
-import { Effect, Layer, Option, Schema } from "effect"
+import { DateTime, Effect, Layer, Option, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
 import { ApplicationRepository } from "../applications/ApplicationRepository.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
@@ -14,6 +14,7 @@ import * as CheckoutPage from "../pages/CheckoutPage.ts"
 import { respond } from "../pages/Layout.ts"
 import { PaymentRepository } from "../payments/PaymentRepository.ts"
 import { type CheckoutView, Payments } from "../payments/Payments.ts"
+import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
 import * as CsrfToken from "../security/CsrfToken.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
@@ -42,7 +43,8 @@ export const returnLocation = (returnUrl: string | null): string | undefined => 
 
 export const routes = [
   { method: "GET", path: "/checkout/:id" },
-  { method: "POST", path: "/checkout/:id" }
+  { method: "POST", path: "/checkout/:id" },
+  { method: "GET", path: "/checkout/:id/return" }
 ] as const
 
 export const layer = Layer.unwrap(
@@ -53,6 +55,7 @@ export const layer = Layer.unwrap(
     const config = yield* ServerConfig
     const { csrfKey } = yield* ServerSecrets
     const clientAddress = yield* ClientAddress
+    const liveCheckouts = yield* LiveCheckouts
     const secureCookie = config.environment === "production"
     const ownOrigin = new URL(config.baseUrl).origin
 
@@ -115,6 +118,26 @@ export const layer = Layer.unwrap(
       if (payment.status === "pending" && payment.mode === "test") {
         if (!(yield* applicationActive(payment.id))) return unavailable(payment, 403)
         return formPage(found.value, withNonce(request))
+      }
+      if (payment.status === "pending" && payment.mode === "live") {
+        // Kassa's checkout URL stays the one the merchant got: the visit is recorded (for `payer`) and the customer
+        // goes on to the provider's page (decisions §10).
+        const checkout = yield* liveCheckouts.find(payment.id)
+        if (Option.isSome(checkout) && checkout.value.checkoutUrl !== null) {
+          if (!(yield* applicationActive(payment.id))) return unavailable(payment, 403)
+          yield* liveCheckouts.recordVisit(
+            payment.id,
+            {
+              ip: clientAddress.text(request) ?? "unknown",
+              user_agent: (request.headers["user-agent"] ?? "").slice(0, 512)
+            },
+            yield* DateTime.now
+          )
+          return HttpServerResponse.redirect(checkout.value.checkoutUrl, {
+            status: 303,
+            headers: { "cache-control": "no-store" }
+          })
+        }
       }
       return respond(
         CheckoutPage.statusPage(
@@ -201,7 +224,23 @@ export const layer = Layer.unwrap(
       )
     })
 
+    // Where the provider sends the customer back: the status, and the way to the shop once final.
+    const returned = Effect.fn("Checkout.returned")(function* (id: string) {
+      const paymentId = parseId(id)
+      if (Option.isNone(paymentId)) return notFound
+      const found = yield* payments.checkout(paymentId.value).pipe(Effect.option)
+      if (Option.isNone(found)) return notFound
+      return HttpServerResponse.setHeader(
+        respond(CheckoutPage.returnPage(found.value.payment)),
+        "cache-control",
+        "no-store"
+      )
+    })
+
     return Layer.mergeAll(
+      HttpRouter.add("GET", "/checkout/:id/return", () =>
+        HttpRouter.params.pipe(Effect.flatMap((params) => returned(params.id ?? "")))
+      ),
       HttpRouter.add("GET", "/checkout/:id", (request) =>
         HttpRouter.params.pipe(Effect.flatMap((params) => show(request, params.id ?? "")))
       ),

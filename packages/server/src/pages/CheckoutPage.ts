@@ -156,3 +156,22 @@ export const refusedPage = (): Html =>
 <p class="muted">The form was not sent from this checkout page, or the page is too old. Open the payment link
 again and retry.</p></div>`
   })
+
+/**
+ * Where the payment provider sends the customer back (`/checkout/{id}/return`, decisions §10): the payment's status;
+ * the way back to the shop only once it is final, since a pending live payment waits for the provider's word.
+ */
+export const returnPage = (payment: Payment.Payment): Html =>
+  payment.status === "pending"
+    ? page({
+        title: `${statusText[payment.status]} — Kassa`,
+        narrow: true,
+        lang: payment.locale,
+        body: html`<div class="card">
+<h1>${statusText[payment.status]}</h1>
+${summary(payment)}
+<p><span class="status ${payment.status}">${payment.status}</span></p>
+<p class="muted">The payment provider has not confirmed this payment yet. Reload this page in a moment.</p>
+</div>`
+      })
+    : statusPage(payment)

@@ -11,7 +11,16 @@
  * - A business refusal after a lazy expiry still commits the expiry: the transaction returns the refusal as a
  *   `Result` and it is raised only after the commit.
  */
-import { ApiError, CreatePayment, Ids, Payment, PaymentStateMachine, RefundRules, RequestValidation } from "@kassa/core"
+import {
+  ApiError,
+  CreatePayment,
+  Ids,
+  Payment,
+  PaymentStateMachine,
+  ProviderSettlement,
+  RefundRules,
+  RequestValidation
+} from "@kassa/core"
 import { Context, DateTime, Duration, Effect, Layer, Option, Result } from "effect"
 import { SecureRandom } from "effect/crypto"
 import { SqlClient } from "effect/sql"
@@ -19,7 +28,7 @@ import { ApplicationRepository, type StoredApplication } from "../applications/A
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
-import { ProviderConnector } from "../providers/ProviderConnector.ts"
+import { type CheckoutReading, ProviderConnector, type ProviderLinkId } from "../providers/ProviderConnector.ts"
 import { ProviderLinks, type StoredLink } from "../providers/ProviderLinks.ts"
 import { EventOutbox } from "./EventOutbox.ts"
 import type { Claim } from "./IdempotencyStore.ts"
@@ -136,6 +145,17 @@ export class Payments extends Context.Service<
       payer: Payment.Payer | null,
       method?: string
     ) => Effect.Effect<Payment.Payment, ApiError.NotFound | ApiError.PaymentNotPending | ApiError.PaymentBusy>
+    /**
+     * What the provider says now about a live payment's checkout (read again after an event, decisions §10), applied
+     * under the payment's row lock (waiting: lock holders are short): the payment, its events and deliveries, a
+     * discrepancy and the read commit in one transaction. With `event`, the event is recorded as seen in the same
+     * transaction, and one seen before changes nothing (`duplicate`).
+     */
+    readonly applyCheckoutAnswer: (input: {
+      readonly paymentId: Ids.PaymentId
+      readonly reading: CheckoutReading
+      readonly event?: { readonly linkId: ProviderLinkId; readonly id: string; readonly type: string } | undefined
+    }) => Effect.Effect<{ readonly payment: Option.Option<Payment.Payment>; readonly duplicate: boolean }>
     /**
      * The sweeper's work: expires every pending payment past `expires_at`, set-based, in batches of `batchSize`
      * (500), each batch one transaction with its events and deliveries; returns how many. Rows other transactions
@@ -718,6 +738,48 @@ export class Payments extends Context.Service<
         )
       })
 
+      const applyCheckoutAnswer = Effect.fn("Payments.applyCheckoutAnswer")(
+        function* (input: {
+          readonly paymentId: Ids.PaymentId
+          readonly reading: CheckoutReading
+          readonly event?: { readonly linkId: ProviderLinkId; readonly id: string; readonly type: string } | undefined
+        }) {
+          const outcome = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const now = yield* DateTime.now
+              if (input.event !== undefined) {
+                const first = yield* checkouts.markEventSeen(input.event.linkId, input.event.id, input.event.type, now)
+                if (!first) return { payment: Option.none<Payment.Payment>(), duplicate: true, before: null }
+              }
+              const locked = yield* repo.lock(input.paymentId, undefined, "wait")
+              const checkout = yield* checkouts.find(input.paymentId)
+              if (Option.isNone(locked) || Option.isNone(checkout)) {
+                return { payment: Option.none<Payment.Payment>(), duplicate: false, before: null }
+              }
+              const settlement = ProviderSettlement.apply(
+                locked.value.payment,
+                { _tag: "Checkout", state: input.reading.state },
+                { now, visit: checkout.value.visit, closing: checkout.value.closing }
+              )
+              const after =
+                settlement.events.length > 0 || settlement.payment.status !== locked.value.payment.status
+                  ? (yield* apply(locked.value, settlement, now)).payment
+                  : locked.value.payment
+              if (settlement.discrepancy !== null) {
+                yield* checkouts.recordDiscrepancy(input.paymentId, settlement.discrepancy, now)
+              }
+              yield* checkouts.recordRead(input.paymentId, input.reading, input.reading.paymentIntentId, now)
+              return { payment: Option.some(after), duplicate: false, before: locked.value.payment.status }
+            })
+          )
+          if (Option.isSome(outcome.payment) && outcome.before !== outcome.payment.value.status) {
+            yield* settled(outcome.payment.value)
+          }
+          return { payment: outcome.payment, duplicate: outcome.duplicate }
+        },
+        Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
+      )
+
       // Counted here, after the commit, by mode and outcome only (Metrics: no id, key or amount in a label).
       const settled = (payment: Payment.Payment) => Metrics.recordPaymentSettled(payment.mode, payment.status)
       return Payments.of({
@@ -740,6 +802,7 @@ export class Payments extends Context.Service<
         simulate: (scope, id, outcome) => simulate(scope, id, outcome).pipe(Effect.tap(settled)),
         checkout,
         settle: (id, outcome, payer, method) => settle(id, outcome, payer, method).pipe(Effect.tap(settled)),
+        applyCheckoutAnswer,
         expireDue: (options) => expireDue(options ?? {}),
         expireShown
       })

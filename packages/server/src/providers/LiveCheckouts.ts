@@ -65,7 +65,12 @@ export class LiveCheckouts extends Context.Service<
       now: DateTime.Utc
     ) => Effect.Effect<void>
     /** What the provider said at a read, for the operator's page. */
-    readonly recordRead: (paymentId: Ids.PaymentId, answer: unknown, now: DateTime.Utc) => Effect.Effect<void>
+    readonly recordRead: (
+      paymentId: Ids.PaymentId,
+      answer: unknown,
+      paymentIntentId: string | null,
+      now: DateTime.Utc
+    ) => Effect.Effect<void>
     /** Records an event as seen; false when it was seen before (a duplicate changes nothing twice). */
     readonly markEventSeen: (
       linkId: ProviderLinkId,
@@ -122,10 +127,11 @@ export class LiveCheckouts extends Context.Service<
                 updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId} AND visited_at IS NULL
           `.pipe(Effect.asVoid, Effect.orDie),
-        recordRead: (paymentId, answer, now) =>
+        recordRead: (paymentId, answer, paymentIntentId, now) =>
           sql`
             UPDATE provider_payments
-            SET last_answer = ${JSON.stringify(answer)}::jsonb, last_read_at = ${toDate(now)}, updated_at = ${toDate(now)}
+            SET last_answer = ${JSON.stringify(answer)}::jsonb, last_read_at = ${toDate(now)}, updated_at = ${toDate(now)},
+                payment_intent_id = coalesce(${paymentIntentId}, payment_intent_id)
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
         markEventSeen: (linkId, eventId, type, now) =>

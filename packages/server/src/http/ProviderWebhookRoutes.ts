@@ -1,0 +1,77 @@
+/**
+ * Provider events (issue 12 §3, decisions §10 "Settlement"): `POST /provider-webhooks/stripe/{link_id}`.
+ *
+ * The raw body is verified against that link's endpoint secret (`ProviderConnector.parseEvent`); a bad signature is
+ * 400 and changes nothing. An event is only a hint: Kassa reads the session again from the provider and applies what
+ * the provider says now, under the payment's row lock (`Payments.applyCheckoutAnswer`), recording the event as seen
+ * in the same transaction, so duplicates and reordered events change nothing twice. The payment must belong to the
+ * link the event arrived at (one Stripe account linked to two applications sends every event to both endpoints).
+ * Unknown event types and payments Kassa does not know get 200. When the provider does not answer the re-read, the
+ * event is answered 503 and not recorded, so the provider sends it again.
+ */
+import { Effect, Layer, Option, Schema } from "effect"
+import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Payments } from "../payments/Payments.ts"
+import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
+import { ProviderConnector, ProviderLinkId } from "../providers/ProviderConnector.ts"
+import { ProviderLinks } from "../providers/ProviderLinks.ts"
+
+export const routes = [{ method: "POST", path: "/provider-webhooks/stripe/:linkId" }] as const
+
+const parseLinkId = Schema.decodeUnknownOption(ProviderLinkId)
+
+const answer = (status: number, code: string, message: string) =>
+  HttpServerResponse.jsonUnsafe(status === 200 ? { received: true, note: message } : { error: { code, message } }, {
+    status,
+    headers: { "cache-control": "no-store" }
+  })
+
+export const layer = Layer.unwrap(
+  Effect.gen(function* () {
+    const links = yield* ProviderLinks
+    const connector = yield* ProviderConnector
+    const checkouts = yield* LiveCheckouts
+    const payments = yield* Payments
+
+    const receive = Effect.fn("ProviderWebhooks.receive")(function* (
+      request: HttpServerRequest.HttpServerRequest,
+      rawLinkId: string
+    ) {
+      const linkId = parseLinkId(rawLinkId)
+      const link = Option.isNone(linkId) ? Option.none() : yield* links.find(linkId.value)
+      if (Option.isNone(link)) return answer(404, "not_found", "No provider link with this id.")
+      const access = links.access(link.value)
+      const raw = yield* request.text.pipe(Effect.option)
+      if (Option.isNone(raw)) return answer(400, "http_error", "The request body could not be read.")
+      const parsed = yield* connector.parseEvent(access, raw.value, request.headers).pipe(Effect.result)
+      if (parsed._tag === "Failure") return answer(400, "invalid_signature", parsed.failure.message)
+      const event = parsed.success
+      if (event.subject._tag !== "Checkout") return answer(200, "", "Not a checkout event; nothing to do here.")
+      const checkout = yield* checkouts.findBySession(event.subject.sessionId)
+      // Unknown to Kassa, or opened by another link (same account linked twice): nothing changes.
+      if (Option.isNone(checkout) || checkout.value.linkId !== link.value.id) {
+        return answer(200, "", "No payment of this link has this checkout.")
+      }
+      const reading = yield* connector.read(access, event.subject.sessionId).pipe(Effect.result)
+      if (reading._tag === "Failure") {
+        yield* Effect.logWarning("The provider refused to read a checkout an event named").pipe(
+          Effect.annotateLogs({ payment_id: checkout.value.paymentId, provider_message: reading.failure.message })
+        )
+        return answer(200, "", "The provider did not let Kassa read the checkout.")
+      }
+      if (reading.success._tag === "NoAnswer") {
+        return answer(503, "provider_error", "The provider did not answer; send the event again.")
+      }
+      const applied = yield* payments.applyCheckoutAnswer({
+        paymentId: checkout.value.paymentId,
+        reading: reading.success,
+        event: { linkId: link.value.id, id: event.id, type: event.type }
+      })
+      return answer(200, "", applied.duplicate ? "Seen before." : "Applied.")
+    })
+
+    return HttpRouter.add("POST", "/provider-webhooks/stripe/:linkId", (request) =>
+      HttpRouter.params.pipe(Effect.flatMap((params) => receive(request, params.linkId ?? "")))
+    )
+  })
+)
