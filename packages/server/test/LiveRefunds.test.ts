@@ -14,6 +14,7 @@ import { Ids } from "@kassa/core"
 import { DateTime, Duration, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { LiveRefunds } from "../src/providers/LiveRefunds.ts"
+import { ProviderLinkId } from "../src/providers/ProviderConnector.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
 import { type FakeStripe, type JsonObject, startFakeStripe } from "./support/FakeStripe.ts"
@@ -53,6 +54,16 @@ describe.each(databases)("live refunds on %s", (database) => {
     server.run(
       Effect.gen(function* () {
         return yield* (yield* LiveRefunds).refresh(Ids.RefundId.make(refundId))
+      })
+    )
+
+  const applyProviderRefund = (hint: { linkId: string; providerRefundId: string; paymentIntentId: string | null }) =>
+    server.run(
+      Effect.gen(function* () {
+        return yield* (yield* LiveRefunds).applyProviderRefund({
+          ...hint,
+          linkId: ProviderLinkId.make(hint.linkId)
+        })
       })
     )
 
@@ -273,6 +284,44 @@ describe.each(databases)("live refunds on %s", (database) => {
     // Read again: nothing changes twice.
     await refresh(refundId)
     expect(await discrepancies(id)).toHaveLength(1)
+  })
+
+  it("a refund made in Stripe's dashboard (charge.refunded's hint): recorded succeeded, reason \"refunded at provider\", with its event, once", async () => {
+    const linked = await linkedApplication()
+    const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
+    const made = fake.refundInDashboard(paymentIntentId, 250)
+    const hint = { linkId: linked.linkId, providerRefundId: String(made.id), paymentIntentId }
+    await applyProviderRefund(hint)
+    const fetched = (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
+    expect(fetched).toMatchObject({ status: "partially_refunded", refunded_amount: 250 })
+    expect(fetched.refunds).toEqual([
+      expect.objectContaining({ amount: 250, status: "succeeded", reason: "refunded at provider" })
+    ])
+    // The same event again (or refund.created after charge.refunded): nothing changes twice.
+    await applyProviderRefund(hint)
+    await applyProviderRefund({ ...hint, paymentIntentId: null })
+    expect(((await fetchPayment(server, linked.liveKey, id)).body as WirePayment).refunds).toHaveLength(1)
+    expect((await eventsOf(server, id)).map((event) => event.event)).toEqual(["payment.partially_refunded"])
+    expect(await providerRefund(String(fetched.refunds[0]?.id))).toMatchObject({ provider_refund_id: made.id })
+  })
+
+  it("Stripe's event for Kassa's refund whose answer was lost settles it without calling create again", async () => {
+    const linked = await linkedApplication()
+    const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
+    fake.inject({ method: "POST", path: "/v1/refunds" }, { kind: "status-after", status: 500 })
+    const answered = await operatorRefund(id, { amount: 100 })
+    expect((answered.body as WirePayment).refunds[0]?.status).toBe("pending")
+    const created = refundsAtStripe(paymentIntentId).map((event) => (event.data as JsonObject).object as JsonObject)
+    expect(created).toHaveLength(1)
+    const providerRefundId = String(created[0]?.id)
+    await applyProviderRefund({ linkId: linked.linkId, providerRefundId, paymentIntentId: null })
+    const fetched = (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
+    expect(fetched).toMatchObject({ status: "partially_refunded", refunded_amount: 100 })
+    expect(refundCalls(paymentIntentId)).toHaveLength(1)
+    expect(await providerRefund(String(fetched.refunds[0]?.id))).toMatchObject({
+      provider_refund_id: providerRefundId,
+      next_read_at: null
+    })
   })
 
   it("an over-refund is refused before Stripe is called; nothing is reserved", async () => {

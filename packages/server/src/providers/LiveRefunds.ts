@@ -97,6 +97,18 @@ export class LiveRefunds extends Context.Service<
      * applies the answer. The provider-event route calls this with the refund an event names.
      */
     readonly refresh: (refundId: Ids.RefundId) => Effect.Effect<Option.Option<Payment.Payment>>
+    /**
+     * A provider event named a refund (`refund.created`/`updated`/`failed` name it; `charge.refunded` names the
+     * payment intent too): Kassa reads it from the provider and applies what it says now. A refund Kassa asked for
+     * is settled like {@link refresh}; one made in the provider's own dashboard is recorded as a `succeeded` (or
+     * pending, or failed) refund with reason "refunded at provider" and the usual event — only when the payment
+     * intent is known, as a refund event alone does not name Kassa's payment. Returns the payment, if one changed.
+     */
+    readonly applyProviderRefund: (input: {
+      readonly linkId: ProviderLinkId
+      readonly providerRefundId: string
+      readonly paymentIntentId: string | null
+    }) => Effect.Effect<Option.Option<Payment.Payment>>
     /** One round of the background fiber: every row due at `now` (default: the clock). Returns how many. */
     readonly settleDue: (options?: {
       readonly now?: DateTime.Utc | undefined
@@ -333,6 +345,85 @@ export class LiveRefunds extends Context.Service<
         return row === undefined ? Option.none<Payment.Payment>() : yield* refreshRow(row)
       })
 
+      /** A refund made at the provider, recorded on the payment of `paymentIntentId` under its row lock. */
+      const recordForeign = (linkId: ProviderLinkId, paymentIntentId: string, reading: RefundReading) =>
+        sql
+          .withTransaction(
+            Effect.gen(function* () {
+              const owners = yield* sql<{ payment_id: string }>`
+                SELECT payment_id FROM provider_payments
+                WHERE payment_intent_id = ${paymentIntentId} AND link_id = ${linkId}
+              `
+              const owner = owners[0]
+              if (owner === undefined) return Option.none<Payment.Payment>()
+              const locked = yield* repo.lock(Ids.PaymentId.make(owner.payment_id), undefined, "wait")
+              if (Option.isNone(locked)) return Option.none<Payment.Payment>()
+              const stored = locked.value
+              // Checked again under the lock: another event about the same refund may have recorded it meanwhile.
+              const seen = yield* sql<{ refund_id: string }>`
+                SELECT refund_id FROM provider_refunds WHERE provider_refund_id = ${reading.refund.provider_refund_id}
+              `
+              if (seen[0] !== undefined) return Option.none<Payment.Payment>()
+              const now = yield* DateTime.now
+              const settlement = ProviderSettlement.apply(stored.payment, reading, { now, visit: null })
+              if (settlement.payment !== stored.payment) yield* repo.save(stored.payment, settlement.payment, now)
+              const after = yield* reload(stored.payment.id)
+              if (settlement.events.length > 0) {
+                yield* outbox.record(stored.applicationId, after.payment, settlement.events, now)
+              }
+              if (settlement.discrepancy !== null) {
+                // Not recordable (beyond what is refundable, or a payment never paid): no refund row to point at.
+                yield* sql`
+                  INSERT INTO provider_discrepancies (payment_id, refund_id, kind, message, detected_at)
+                  VALUES (${stored.payment.id}, NULL, ${settlement.discrepancy.kind},
+                    ${`${settlement.discrepancy.message} (${reading.refund.provider_refund_id})`}, ${toDate(now)})
+                `
+              }
+              const recorded = settlement.payment.refunds.find((refund) => refund.id === reading.refund.refund_id)
+              if (recorded !== undefined) {
+                const next =
+                  recorded.status === "pending"
+                    ? toDate(ProviderSettlement.Schedule.nextRefundRead({ requestedAt: now, lastReadAt: now }))
+                    : null
+                yield* sql`
+                  INSERT INTO provider_refunds (refund_id, payment_id, link_id, provider_refund_id, attempts,
+                    next_read_at, last_read_at, last_answer, created_at, updated_at)
+                  VALUES (${recorded.id}, ${stored.payment.id}, ${linkId}, ${reading.refund.provider_refund_id}, 0,
+                    ${next}, ${toDate(now)}, ${pg.json(answerJson(reading))}, ${toDate(now)}, ${toDate(now)})
+                `
+              }
+              return settlement.payment === stored.payment ? Option.none<Payment.Payment>() : Option.some(after.payment)
+            })
+          )
+          .pipe(Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die }))
+
+      const applyProviderRefund = Effect.fn("LiveRefunds.applyProviderRefund")(function* (input: {
+        readonly linkId: ProviderLinkId
+        readonly providerRefundId: string
+        readonly paymentIntentId: string | null
+      }) {
+        const known = yield* sql<DueRow>`
+          SELECT refund_id, payment_id, link_id, provider_refund_id, created_at
+          FROM provider_refunds WHERE provider_refund_id = ${input.providerRefundId}
+        `.pipe(Effect.orDie)
+        if (known[0] !== undefined) return yield* refreshRow(known[0])
+        // Unknown: read it, under a new id for the case that it was made at the provider.
+        const newId = Ids.RefundId.make(yield* random.uuidV4())
+        const outcome = yield* read(input.linkId, newId, input.providerRefundId)
+        if (outcome._tag !== "Refund") return Option.none<Payment.Payment>()
+        if (outcome.kassaMade) {
+          // Kassa's own refund whose create call has not been answered yet: settled as its answer would be.
+          const ours = yield* sql<{ refund_id: string }>`
+            SELECT refund_id FROM provider_refunds WHERE refund_id = ${outcome.refund.refund_id}
+          `.pipe(Effect.orDie)
+          return ours[0] === undefined
+            ? Option.none<Payment.Payment>()
+            : yield* settle(outcome.refund.refund_id, outcome)
+        }
+        if (input.paymentIntentId === null) return Option.none<Payment.Payment>()
+        return yield* recordForeign(input.linkId, input.paymentIntentId, outcome)
+      })
+
       const settleDue = Effect.fn("LiveRefunds.settleDue")(function* (
         options: { readonly now?: DateTime.Utc | undefined; readonly limit?: number | undefined } = {}
       ) {
@@ -362,7 +453,7 @@ export class LiveRefunds extends Context.Service<
         Effect.forkScoped
       )
 
-      return LiveRefunds.of({ request, refresh, settleDue: (options) => settleDue(options) })
+      return LiveRefunds.of({ request, refresh, applyProviderRefund, settleDue: (options) => settleDue(options) })
     })
   )
 }
