@@ -6,6 +6,7 @@ import * as Exit from "effect/Exit"
 import { admin } from "./commands/Admin.ts"
 import { migrate } from "./commands/Migrate.ts"
 import { payments } from "./commands/Payments.ts"
+import { secrets } from "./commands/Secrets.ts"
 import { serve } from "./commands/Serve.ts"
 import { trigger } from "./commands/Trigger.ts"
 import { webhooks } from "./commands/Webhooks.ts"
@@ -18,7 +19,7 @@ export const kassa = Command.make("kassa").pipe(
     "The Kassa command line: run the server, call the merchant and operator APIs, check webhooks. " +
       "Exit codes: 0 ok, 1 API or business error (or an invalid signature), 2 usage error."
   ),
-  Command.withSubcommands([serve, migrate, payments, admin, webhooks, trigger])
+  Command.withSubcommands([serve, migrate, secrets, payments, admin, webhooks, trigger])
 )
 
 /** The process exit code for how the command ended; prints what nobody printed yet. */

@@ -3,11 +3,13 @@
  * (or whatever ConfigProvider the caller gives), logging for the environment, and on a first start outside
  * production the demo application and its one-time banner once the server listens.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as Logging from "./config/Logging.ts"
 import { ServerConfig } from "./config/ServerConfig.ts"
 import * as Database from "./database/Database.ts"
 import * as KassaServer from "./KassaServer.ts"
+import * as KeyRotation from "./security/KeyRotation.ts"
+import { ServerSecrets } from "./security/ServerSecrets.ts"
 import * as DemoApplication from "./seed/DemoApplication.ts"
 
 export const layer = DemoApplication.layer.pipe(
@@ -27,3 +29,28 @@ export const migrate = Effect.gen(function* () {
   const known = yield* Database.knownMigrations
   return { applied, latest: known[known.length - 1] }
 }).pipe(Effect.provide(Database.clientLayer), Effect.provide(Logging.layer), Effect.provide(ServerConfig.layer))
+
+/** KASSA_SECRET_KEY_PREVIOUS is needed to re-seal: without it there is nothing to re-seal from. */
+export class NoPreviousSecretKey extends Error {
+  override readonly name = "NoPreviousSecretKey"
+}
+
+/**
+ * `kassa secrets reencrypt`: re-seals what KASSA_SECRET_KEY_PREVIOUS sealed under KASSA_SECRET_KEY (KeyRotation), on
+ * a database at this build's schema.
+ */
+export const reencryptSecrets = Effect.gen(function* () {
+  const config = yield* ServerConfig
+  if (Option.isNone(config.secretKeyPrevious)) {
+    return yield* Effect.die(
+      new NoPreviousSecretKey("set KASSA_SECRET_KEY_PREVIOUS to the old key (and KASSA_SECRET_KEY to the new one)")
+    )
+  }
+  yield* Database.requireCurrentSchema
+  return yield* KeyRotation.reencrypt
+}).pipe(
+  Effect.provide(ServerSecrets.layer),
+  Effect.provide(Database.clientLayer),
+  Effect.provide(Logging.layer),
+  Effect.provide(ServerConfig.layer)
+)

@@ -28,13 +28,16 @@ describe("settings refused at start", () => {
     expect(await load({ ...production, KASSA_BASE_URL: "https://pay.example.com" })).toEqual({ failure: undefined })
   })
 
-  it.each(["KASSA_ADMIN_TOKEN", "KASSA_SECRET_KEY"])("production refuses a %s under 32 characters", async (name) => {
-    const { failure } = await load({ ...production, [name]: "x".repeat(31) })
-    expect(failure).toContain(name)
-    expect(failure).toContain("at least 32 characters")
-    // The message never repeats the secret.
-    expect(failure).not.toContain("x".repeat(31))
-  })
+  it.each(["KASSA_ADMIN_TOKEN", "KASSA_SECRET_KEY", "KASSA_SECRET_KEY_PREVIOUS"])(
+    "production refuses a %s under 32 characters",
+    async (name) => {
+      const { failure } = await load({ ...production, [name]: "x".repeat(31) })
+      expect(failure).toContain(name)
+      expect(failure).toContain("at least 32 characters")
+      // The message never repeats the secret.
+      expect(failure).not.toContain("x".repeat(31))
+    }
+  )
 
   it("short secrets stay allowed outside production (tests, local runs)", async () => {
     expect(await load({ KASSA_ADMIN_TOKEN: "short", KASSA_SECRET_KEY: "short" })).toEqual({ failure: undefined })

@@ -71,10 +71,11 @@ export class ApiKeyRepository extends Context.Service<
     ApiKeyRepository,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const { apiKeyHashKey } = yield* ServerSecrets
+      const { apiKeyHashKey, previousApiKeyHashKey } = yield* ServerSecrets
       const crypto = yield* Effect.context<SecureRandom.SecureRandom>()
       const hashOf = keyHasher(apiKeyHashKey)
       const hash = (key: ApiKey.ApiKey) => Effect.sync(() => hashOf(key))
+      const previousHashOf = Option.map(previousApiKeyHashKey, keyHasher)
 
       const find = (id: Ids.ApiKeyId) =>
         sql`SELECT * FROM api_keys WHERE id = ${id}`.pipe(
@@ -124,15 +125,24 @@ export class ApiKeyRepository extends Context.Service<
         // Anything not shaped like a key is unknown without a database round trip.
         const parsed = ApiKey.parse(token)
         if (Option.isNone(parsed)) return Option.none()
+        const current = yield* hash(parsed.value.key)
+        // While KASSA_SECRET_KEY rotates, a key may still be stored under the previous key's hash: one lookup for
+        // both, and a key found under the old hash is re-hashed under the new one.
+        const previous = Option.map(previousHashOf, (hashUnder) => hashUnder(parsed.value.key))
         const rows = yield* sql`
           SELECT k.id AS key_id, k.application_id AS key_application_id, k.mode AS key_mode,
                  k.display AS key_display, k.created_at AS key_created_at, k.last_used_at AS key_last_used_at,
-                 k.revoked_at AS key_revoked_at, a.*
+                 k.revoked_at AS key_revoked_at, k.key_hash AS key_hash_stored, a.*
           FROM api_keys k JOIN applications a ON a.id = k.application_id
-          WHERE k.key_hash = ${yield* hash(parsed.value.key)} AND k.revoked_at IS NULL
+          WHERE k.key_hash IN (${current}, ${Option.getOrElse(previous, () => current)}) AND k.revoked_at IS NULL
         `.pipe(Effect.orDie)
         const row = rows[0]
         if (row === undefined) return Option.none()
+        if (row.key_hash_stored !== current) {
+          yield* sql`UPDATE api_keys SET key_hash = ${current} WHERE id = ${row.key_id} AND key_hash = ${row.key_hash_stored}`.pipe(
+            Effect.orDie
+          )
+        }
         return Option.some({
           key: fromRow({
             id: row.key_id,

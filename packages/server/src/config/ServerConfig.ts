@@ -17,6 +17,8 @@ export interface ServerSettings {
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
   readonly secretKey: Option.Option<Redacted.Redacted<string>>
+  /** The key being rotated out: what it hashed and sealed still opens, and is re-hashed / re-sealed under the new. */
+  readonly secretKeyPrevious: Option.Option<Redacted.Redacted<string>>
   readonly environment: Environment
   /** Addresses and CIDR ranges whose `X-Forwarded-For` is believed (decisions §5). */
   readonly trustedProxies: ReadonlyArray<string>
@@ -64,6 +66,7 @@ export const settings: Config.Config<ServerSettings> = Config.all({
   redisUrl: Config.option(Config.Redacted("KASSA_REDIS_URL")),
   adminToken: Config.option(Config.Redacted("KASSA_ADMIN_TOKEN")),
   secretKey: Config.option(Config.Redacted("KASSA_SECRET_KEY")),
+  secretKeyPrevious: Config.option(Config.Redacted("KASSA_SECRET_KEY_PREVIOUS")),
   environment: Config.Literals(["development", "production"], "KASSA_ENV").pipe(Config.withDefault("development")),
   trustedProxies: Config.String("KASSA_TRUSTED_PROXIES").pipe(
     Config.withDefault(""),
@@ -159,7 +162,8 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
   if (loaded.environment === "production") {
     for (const [name, value] of [
       ["KASSA_ADMIN_TOKEN", loaded.adminToken],
-      ["KASSA_SECRET_KEY", loaded.secretKey]
+      ["KASSA_SECRET_KEY", loaded.secretKey],
+      ["KASSA_SECRET_KEY_PREVIOUS", loaded.secretKeyPrevious]
     ] as const) {
       if (Option.isSome(value) && Redacted.value(value.value).length < minimumSecretLength) {
         found.push(
@@ -248,6 +252,7 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       redisUrl: Option.none(),
       adminToken: Option.none(),
       secretKey: Option.none(),
+      secretKeyPrevious: Option.none(),
       environment: "development",
       trustedProxies: [],
       requestDeadline: Duration.seconds(15),

@@ -13,12 +13,15 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { join } from "node:path"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as SecretBox from "./SecretBox.ts"
 
 export interface Secrets {
   readonly adminToken: Redacted.Redacted<string>
   /** HMAC key of API-key lookups (`ApiKey.hash`). */
   readonly apiKeyHashKey: Redacted.Redacted<string>
-  /** AES-256-GCM key of webhook secrets at rest. */
+  /** The hashing key under KASSA_SECRET_KEY_PREVIOUS: keys hashed under it still authenticate, and are re-hashed. */
+  readonly previousApiKeyHashKey: Option.Option<Redacted.Redacted<string>>
+  /** AES-256-GCM key of webhook secrets at rest (carrying the previous key's, for `SecretBox.open`, when set). */
   readonly encryptionKey: Redacted.Redacted<Uint8Array>
   /** HMAC key of the checkout form's CSRF tokens. */
   readonly csrfKey: Redacted.Redacted<Uint8Array>
@@ -58,10 +61,24 @@ const developmentSecrets = (dataDir: string, needAdmin: boolean, needKey: boolea
   return { stored, generatedAdminToken }
 }
 
-export const fromValues = (adminToken: string, secretKey: string, generatedAdminToken = false): Secrets => ({
+const apiKeyHashKeyOf = (secretKey: string) =>
+  Redacted.make(Buffer.from(derive(secretKey, "api-key-hash")).toString("hex"))
+const encryptionKeyOf = (secretKey: string) => Redacted.make(derive(secretKey, "webhook-secret-encryption"))
+
+export const fromValues = (
+  adminToken: string,
+  secretKey: string,
+  generatedAdminToken = false,
+  previousSecretKey?: string
+): Secrets => ({
   adminToken: Redacted.make(adminToken),
-  apiKeyHashKey: Redacted.make(Buffer.from(derive(secretKey, "api-key-hash")).toString("hex")),
-  encryptionKey: Redacted.make(derive(secretKey, "webhook-secret-encryption")),
+  apiKeyHashKey: apiKeyHashKeyOf(secretKey),
+  previousApiKeyHashKey:
+    previousSecretKey === undefined ? Option.none() : Option.some(apiKeyHashKeyOf(previousSecretKey)),
+  encryptionKey:
+    previousSecretKey === undefined
+      ? encryptionKeyOf(secretKey)
+      : SecretBox.withPrevious(encryptionKeyOf(secretKey), encryptionKeyOf(previousSecretKey)),
   csrfKey: Redacted.make(derive(secretKey, "checkout-csrf")),
   sessionKey: Redacted.make(derive(secretKey, "dashboard-session")),
   generatedAdminToken
@@ -74,7 +91,10 @@ export class ServerSecrets extends Context.Service<ServerSecrets, Secrets>()("@k
       const config = yield* ServerConfig
       const envAdmin = Option.map(config.adminToken, Redacted.value)
       const envKey = Option.map(config.secretKey, Redacted.value)
-      if (Option.isSome(envAdmin) && Option.isSome(envKey)) return fromValues(envAdmin.value, envKey.value)
+      const previous = Option.getOrUndefined(Option.map(config.secretKeyPrevious, Redacted.value))
+      if (Option.isSome(envAdmin) && Option.isSome(envKey)) {
+        return fromValues(envAdmin.value, envKey.value, false, previous)
+      }
       // ServerConfig has already refused a production start without both.
       const { stored, generatedAdminToken } = yield* Effect.sync(() =>
         developmentSecrets(config.dataDir, Option.isNone(envAdmin), Option.isNone(envKey))
@@ -82,12 +102,13 @@ export class ServerSecrets extends Context.Service<ServerSecrets, Secrets>()("@k
       return fromValues(
         Option.getOrElse(envAdmin, () => stored.adminToken ?? random()),
         Option.getOrElse(envKey, () => stored.secretKey ?? random()),
-        generatedAdminToken
+        generatedAdminToken,
+        previous
       )
     })
   )
 
   /** Fixed secrets, for tests. */
-  static readonly layerWith = (adminToken: string, secretKey: string) =>
-    Layer.succeed(ServerSecrets, fromValues(adminToken, secretKey))
+  static readonly layerWith = (adminToken: string, secretKey: string, previousSecretKey?: string) =>
+    Layer.succeed(ServerSecrets, fromValues(adminToken, secretKey, false, previousSecretKey))
 }
