@@ -16,6 +16,7 @@
  */
 
 import { chmodSync, mkdirSync, readdirSync } from "node:fs"
+import { Server, type Socket } from "node:net"
 import { join, resolve } from "node:path"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
@@ -37,6 +38,33 @@ const setUmask = (mask: number): number | undefined => {
     return process.umask(mask)
   } catch {
     return undefined
+  }
+}
+
+/**
+ * Tracks the connections `socketServer` accepts and returns what destroys those still open.
+ *
+ * pglite-socket (0.2.17) hands an accepted socket to its handler one turn of the event loop later. When `stop()`
+ * falls in that gap (a SIGTERM during the start, while the client's first connection is on its way), the handler
+ * finds the server inactive and only half-closes the socket with `end()`; the client's unread startup message keeps
+ * the socket from ever closing, so the listener never closes and `stop()` never resolves: the process hangs. The
+ * library keeps its `net.Server` private, hence the lookup by name, checked so that an upgrade that moves it fails
+ * the start at once (every test) rather than bringing the hang back silently.
+ */
+const trackConnections = (socketServer: PGLiteSocketServer): (() => void) => {
+  const listener: unknown = Reflect.get(socketServer, "server")
+  if (!(listener instanceof Server)) {
+    throw new Error(
+      "pglite-socket no longer keeps its net.Server in `server`: see trackConnections in EmbeddedPostgres"
+    )
+  }
+  const open = new Set<Socket>()
+  listener.on("connection", (socket: Socket) => {
+    open.add(socket)
+    socket.once("close", () => open.delete(socket))
+  })
+  return () => {
+    for (const socket of open) socket.destroy()
   }
 }
 
@@ -67,11 +95,17 @@ export class EmbeddedPostgres extends Context.Service<EmbeddedPostgres, Embedded
           if (!inMemory) restrictToOwner(location)
           const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0 })
           await server.start()
-          return { db, server, location, previousUmask }
+          const destroyConnections = trackConnections(server)
+          return { db, server, destroyConnections, location, previousUmask }
         }),
-        ({ db, server, previousUmask }) =>
+        ({ db, server, destroyConnections, previousUmask }) =>
           Effect.promise(async () => {
-            await server.stop()
+            const stopped = server.stop()
+            // Let a connection accepted just before stop() reach the library's own close first, then destroy
+            // whatever is still open (see trackConnections): stop() resolves once the last one is gone.
+            await new Promise((resolve) => setImmediate(resolve))
+            destroyConnections()
+            await stopped
             await db.close()
             if (previousUmask !== undefined) setUmask(previousUmask)
           })
