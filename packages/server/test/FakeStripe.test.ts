@@ -18,13 +18,13 @@ const apiVersion = "2026-10-28.endive" as const
  * reconciler, the expiry retry), so one call is one bounded attempt and a 10 s bound means 10 s, not 10 s per retry
  * plus backoff.
  */
-const client = (fake: FakeStripe, key = fake.secretKey, maxNetworkRetries = 0) =>
+const client = (fake: FakeStripe, key = fake.secretKey, maxNetworkRetries = 0, timeout = 10_000) =>
   new Stripe(key, {
     apiVersion,
     protocol: fake.protocol,
     host: fake.host,
     port: fake.port,
-    timeout: 10_000,
+    timeout,
     maxNetworkRetries,
     telemetry: false
   })
@@ -416,10 +416,17 @@ describe("faults the SDK sees", () => {
     expect(fake.sessions()).toHaveLength(0)
   })
 
-  it("no answer: the 10 s timeout ends the call with StripeConnectionError, nothing created", async () => {
+  /**
+   * What a call the fake never answers proves does not depend on how long the SDK waits, so these calls wait 3 s
+   * rather than the adapter's 10 s: the test stays far from its own timeout on a slow machine (issue 11 §19), and a
+   * 3 s wait still leaves the fake ample time to run a `hang-after` create before the client gives up.
+   */
+  const impatient = () => client(fake, fake.secretKey, 0, 3_000)
+
+  it("no answer: the SDK's timeout ends the call with StripeConnectionError, nothing created", async () => {
     fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, { kind: "hang" })
     const error = await failure(
-      stripe.checkout.sessions.create(sessionParams(fake, "p-33"), { idempotencyKey: "k-33" })
+      impatient().checkout.sessions.create(sessionParams(fake, "p-33"), { idempotencyKey: "k-33" })
     )
     expect(error.type).toBe("StripeConnectionError")
     expect(fake.sessions()).toHaveLength(0)
@@ -428,7 +435,7 @@ describe("faults the SDK sees", () => {
   it("created but never answered: the call times out, and the retry with the same key replays the session", async () => {
     fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, { kind: "hang-after" })
     const params = sessionParams(fake, "p-34")
-    const error = await failure(stripe.checkout.sessions.create(params, { idempotencyKey: "k-34" }))
+    const error = await failure(impatient().checkout.sessions.create(params, { idempotencyKey: "k-34" }))
     expect(error.type).toBe("StripeConnectionError")
     expect(fake.sessions()).toHaveLength(1)
     const replayed = await stripe.checkout.sessions.create(params, { idempotencyKey: "k-34" })

@@ -747,18 +747,19 @@ describe.each(databases)("payments on %s", (database) => {
       expect((await server.run(ExpirySweeper.use((sweeper) => sweeper.sweep))).expired).toBe(0)
     })
 
-    it("the sweeper runs on its own within 30 s", async () => {
+    it("the sweeper runs on its own, every 10 s", async () => {
       const { testKey } = await server.createApplication()
       const payment = await pendingPayment(server, testKey)
       await expireInDatabase(server, payment.id)
       const started = Date.now()
-      while ((await storedStatus(server, payment.id)) === "pending" && Date.now() - started < 25_000) {
+      // Up to one interval (10 s) by design: the wait and the test's timeout leave room for a machine twice as slow.
+      while ((await storedStatus(server, payment.id)) === "pending" && Date.now() - started < 40_000) {
         await Effect.runPromise(Effect.sleep("250 millis"))
       }
       expect(await storedStatus(server, payment.id)).toBe("expired")
       const events = await eventsOf(server, payment.id)
       expect(events.map((event) => event.event)).toEqual(["payment.expired"])
-    }, 30_000)
+    }, 60_000)
 
     it("the sweeper forgets idempotency keys after 24 hours", async () => {
       const { testKey } = await server.createApplication()
