@@ -159,7 +159,8 @@ describe.each(databases)("live payments on %s", (database) => {
     })
   }
 
-  it("Stripe does not answer within 10 s at create: 502, failed, payment.failed", { timeout: 30_000 }, async () => {
+  // ≥ 10 s by design (the server's Stripe timeout): 60 s keeps it far from its own bound on a slow machine.
+  it("Stripe does not answer within 10 s at create: 502, failed, payment.failed", { timeout: 60_000 }, async () => {
     const shop = await linkedApplication(server, fake)
     fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, { kind: "hang" })
     await expectFailedCreate(shop.liveKey, uniqueReference("live-timeout"))
