@@ -9,6 +9,7 @@ import { verify } from "@kassa/webhook-verify"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Payments } from "../src/payments/Payments.ts"
+import { ProviderReconciler } from "../src/providers/ProviderReconciler.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { linkedApplication } from "./support/LiveLink.ts"
@@ -211,7 +212,7 @@ describe.each(databases)("live payments on %s", (database) => {
 
   it("checkout → Stripe's page (visit recorded) → paid there → settled paid with the payer → verified live webhook", async () => {
     const { shop, path, payment, sessionId, sessionUrl } = await livePayment()
-    const visit = await fetch(payment.checkout_url, {
+    const visit = await fetch(String(payment.checkout_url), {
       redirect: "manual",
       headers: { "user-agent": "TestBrowser/1.0" }
     })
@@ -230,6 +231,11 @@ describe.each(databases)("live payments on %s", (database) => {
       user_agent: "TestBrowser/1.0"
     })
     expect(await eventNames(payment.id)).toEqual(["payment.paid"])
+    // The payment intent is kept for refunds; a final payment is not read again.
+    expect(await checkoutRow(payment.id)).toMatchObject({
+      payment_intent_id: expect.stringMatching(/^pi_/),
+      next_read_at: null
+    })
 
     const [delivered] = await receiver.waitFor(1, path, 10_000)
     const signature = String(delivered?.headers["x-service-signature"])
@@ -319,6 +325,47 @@ describe.each(databases)("live payments on %s", (database) => {
     )
     expect(seenByOther).toEqual([])
     // Its own link settled it, once.
+    expect(await eventNames(payment.id)).toEqual(["payment.paid"])
+  })
+
+  it("a lost event delays the outcome only until the reconciler's read: 60 s after the visit, then every 5 minutes", async () => {
+    const { shop, payment, sessionId } = await livePayment()
+    const visit = await fetch(String(payment.checkout_url), { redirect: "manual" })
+    expect(visit.status).toBe(303)
+    const row = await checkoutRow(payment.id)
+    expect(new Date(String(row?.next_read_at)).getTime() - new Date(String(row?.visited_at)).getTime()).toBe(60_000)
+    // The first read, due (the visit moved two minutes back), before the payment is made: still pending, read again
+    // 5 minutes later.
+    await query(
+      server,
+      (sql) => sql`
+        UPDATE provider_payments SET visited_at = visited_at - interval '2 minutes', next_read_at = now() - interval '1 second'
+        WHERE payment_id = ${payment.id}
+      `
+    )
+    await server.run(Effect.flatMap(ProviderReconciler, (reconciler) => reconciler.reconcile))
+    // (Due a second ago: the database's clock and the server's need not agree to the millisecond.) The server's own
+    // round may have claimed it first: then its read lands a moment later.
+    await eventually(async () => (await checkoutRow(payment.id))?.last_read_at != null, "the first read")
+    const again = await checkoutRow(payment.id)
+    expect(new Date(String(again?.next_read_at)).getTime() - new Date(String(again?.last_read_at)).getTime()).toBe(
+      300_000
+    )
+    // Paid, and Stripe's event is lost.
+    fake.hold()
+    fake.pay(sessionId, { name: "Ada" })
+    await query(
+      server,
+      (sql) =>
+        sql`UPDATE provider_payments SET next_read_at = now() - interval '1 second' WHERE payment_id = ${payment.id}`
+    )
+    await server.run(Effect.flatMap(ProviderReconciler, (reconciler) => reconciler.reconcile))
+    await eventually(async () => (await statusOf(shop.liveKey, payment.id)) === "paid", "the read that finds it paid")
+    expect(await eventNames(payment.id)).toEqual(["payment.paid"])
+    expect(await checkoutRow(payment.id)).toMatchObject({ next_read_at: null })
+    // The event, when it arrives after all, changes nothing.
+    await fake.release()
+    await fake.settled()
     expect(await eventNames(payment.id)).toEqual(["payment.paid"])
   })
 })

@@ -768,7 +768,21 @@ export class Payments extends Context.Service<
               if (settlement.discrepancy !== null) {
                 yield* checkouts.recordDiscrepancy(input.paymentId, settlement.discrepancy, now)
               }
-              yield* checkouts.recordRead(input.paymentId, input.reading, input.reading.paymentIntentId, now)
+              // Read again while pending (lost events, decisions §10); a final payment needs no more reads.
+              const nextReadAt =
+                after.status === "pending"
+                  ? ProviderSettlement.Schedule.nextPaymentRead({
+                      visitedAt: checkout.value.visitedAt,
+                      lastReadAt: now
+                    })
+                  : null
+              yield* checkouts.recordRead(
+                input.paymentId,
+                input.reading,
+                input.reading.paymentIntentId,
+                nextReadAt,
+                now
+              )
               return { payment: Option.some(after), duplicate: false, before: locked.value.payment.status }
             })
           )

@@ -4,8 +4,8 @@
  * customer's visit (for `payer`), the provider events seen (`provider_events`, dedupe) and disagreements
  * (`provider_discrepancies`). Plain SQL; callers own the transactions.
  */
-import type { Ids, ProviderSettlement } from "@kassa/core"
-import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { type Ids, ProviderSettlement } from "@kassa/core"
+import { Context, DateTime, type Duration, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ProviderLinkId } from "./ProviderConnector.ts"
 
@@ -16,6 +16,7 @@ export interface LiveCheckout {
   readonly sessionId: string | null
   readonly checkoutUrl: string | null
   readonly visit: ProviderSettlement.CheckoutVisit | null
+  readonly visitedAt: DateTime.Utc | null
   readonly closing: ProviderSettlement.ClosePurpose | null
 }
 
@@ -31,6 +32,8 @@ const toCheckout = (row: Row): LiveCheckout => ({
     row.visited_at === null || row.visited_at === undefined
       ? null
       : { ip: String(row.visit_ip ?? ""), user_agent: String(row.visit_user_agent ?? "") },
+  visitedAt:
+    row.visited_at === null || row.visited_at === undefined ? null : DateTime.makeUnsafe(row.visited_at as Date),
   closing: (row.closing as ProviderSettlement.ClosePurpose | null) ?? null
 })
 
@@ -69,8 +72,18 @@ export class LiveCheckouts extends Context.Service<
       paymentId: Ids.PaymentId,
       answer: unknown,
       paymentIntentId: string | null,
+      nextReadAt: DateTime.Utc | null,
       now: DateTime.Utc
     ) => Effect.Effect<void>
+    /**
+     * Claims open checkouts due for a read (lost events, decisions §10) with SKIP LOCKED, leasing each for `lease`
+     * (their `next_read_at` moves by it), so another process does not read the same one meanwhile.
+     */
+    readonly claimDue: (options: {
+      readonly now: DateTime.Utc
+      readonly limit: number
+      readonly lease: Duration.Duration
+    }) => Effect.Effect<ReadonlyArray<LiveCheckout>>
     /** Records an event as seen; false when it was seen before (a duplicate changes nothing twice). */
     readonly markEventSeen: (
       linkId: ProviderLinkId,
@@ -124,14 +137,31 @@ export class LiveCheckouts extends Context.Service<
           sql`
             UPDATE provider_payments
             SET visit_ip = ${visit.ip}, visit_user_agent = ${visit.user_agent}, visited_at = ${toDate(now)},
+                next_read_at = ${toDate(ProviderSettlement.Schedule.nextPaymentRead({ visitedAt: now, lastReadAt: null }) ?? now)},
                 updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId} AND visited_at IS NULL
           `.pipe(Effect.asVoid, Effect.orDie),
-        recordRead: (paymentId, answer, paymentIntentId, now) =>
+        claimDue: ({ now, limit, lease }) =>
+          sql<Row>`
+            UPDATE provider_payments SET next_read_at = ${toDate(DateTime.addDuration(now, lease))}
+            WHERE payment_id IN (
+              SELECT payment_id FROM provider_payments
+              WHERE next_read_at <= ${toDate(now)} AND state = 'open'
+              ORDER BY next_read_at
+              LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            )
+            RETURNING *
+          `.pipe(
+            Effect.map((rows) => rows.map(toCheckout)),
+            Effect.orDie
+          ),
+        recordRead: (paymentId, answer, paymentIntentId, nextReadAt, now) =>
           sql`
             UPDATE provider_payments
             SET last_answer = ${JSON.stringify(answer)}::jsonb, last_read_at = ${toDate(now)}, updated_at = ${toDate(now)},
-                payment_intent_id = coalesce(${paymentIntentId}, payment_intent_id)
+                payment_intent_id = coalesce(${paymentIntentId}, payment_intent_id),
+                next_read_at = ${nextReadAt === null ? null : toDate(nextReadAt)}
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
         markEventSeen: (linkId, eventId, type, now) =>

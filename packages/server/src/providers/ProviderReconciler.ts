@@ -1,0 +1,69 @@
+/**
+ * Lost provider events (issue 12 §3, decisions §10 "Lost events"): an event is only a hint and can be lost, so a
+ * pending live payment whose checkout was visited is read from the provider 60 s after the visit and every 5 minutes
+ * after that until it is final (`ProviderSettlement.Schedule`; `next_read_at` on `provider_payments`).
+ *
+ * Every 30 s one round claims the due checkouts (`FOR UPDATE SKIP LOCKED`, each leased for a minute so that other
+ * processes leave it alone while it is read), reads each from the provider outside any transaction, and applies the
+ * answer like an event's (`Payments.applyCheckoutAnswer`, which sets the next read). A provider that does not answer
+ * leaves the lease in place: the checkout is read again when it runs out. A failed round is logged; the next runs.
+ */
+import { Context, DateTime, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Payments } from "../payments/Payments.ts"
+import { LiveCheckouts } from "./LiveCheckouts.ts"
+import { ProviderConnector } from "./ProviderConnector.ts"
+import { ProviderLinks } from "./ProviderLinks.ts"
+
+/** Time between two rounds: a due read waits at most this long past its time. */
+export const interval: Duration.Duration = Duration.seconds(30)
+/** How long a claimed checkout is kept from other processes: longer than one provider call (10 s timeout). */
+export const lease: Duration.Duration = Duration.minutes(1)
+
+export class ProviderReconciler extends Context.Service<
+  ProviderReconciler,
+  {
+    /** One round, now: how many checkouts were read. */
+    readonly reconcile: Effect.Effect<number>
+  }
+>()("@kassa/server/providers/ProviderReconciler") {
+  /** The service and its background fiber, which lives as long as the layer. */
+  static readonly layer = Layer.effect(
+    ProviderReconciler,
+    Effect.gen(function* () {
+      const checkouts = yield* LiveCheckouts
+      const links = yield* ProviderLinks
+      const connector = yield* ProviderConnector
+      const payments = yield* Payments
+
+      const reconcile = Effect.gen(function* () {
+        const due = yield* checkouts.claimDue({ now: yield* DateTime.now, limit: 100, lease })
+        yield* Effect.forEach(
+          due,
+          (checkout) =>
+            Effect.gen(function* () {
+              const link = yield* links.find(checkout.linkId)
+              if (Option.isNone(link) || checkout.sessionId === null) return
+              const reading = yield* connector.read(links.access(link.value), checkout.sessionId).pipe(Effect.result)
+              if (reading._tag === "Failure") {
+                return yield* Effect.logWarning("The provider refused to read a checkout").pipe(
+                  Effect.annotateLogs({ payment_id: checkout.paymentId, provider_message: reading.failure.message })
+                )
+              }
+              if (reading.success._tag === "NoAnswer") return
+              yield* payments.applyCheckoutAnswer({ paymentId: checkout.paymentId, reading: reading.success })
+            }),
+          { concurrency: 4, discard: true }
+        )
+        return due.length
+      }).pipe(Effect.withSpan("ProviderReconciler.reconcile"))
+
+      yield* reconcile.pipe(
+        Effect.catchCause((cause) => Effect.logError("Provider reconciliation failed", cause)),
+        Effect.repeat(Schedule.spaced(interval)),
+        Effect.forkScoped
+      )
+
+      return ProviderReconciler.of({ reconcile })
+    })
+  )
+}
