@@ -140,6 +140,11 @@ describe("pool size and delivery concurrency (issue 14 §2)", () => {
     }
   )
 
+  it("a pool of fewer than 4 connections is refused: the delivery engine holds 2 of them", async () => {
+    expect((await load({ KASSA_DATABASE_POOL_SIZE: "3" })).failure).toContain("KASSA_DATABASE_POOL_SIZE")
+    expect(await load({ KASSA_DATABASE_POOL_SIZE: "4" })).toEqual({ failure: undefined })
+  })
+
   it("a per-URL cap above the process cap is refused", async () => {
     const { failure } = await load({ KASSA_DELIVERY_CONCURRENCY: "8", KASSA_DELIVERY_CONCURRENCY_PER_URL: "16" })
     expect(failure).toContain("KASSA_DELIVERY_CONCURRENCY_PER_URL")

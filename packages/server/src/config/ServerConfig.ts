@@ -46,7 +46,7 @@ export interface ServerSettings {
   readonly migrate: boolean
   /** Production on the embedded database is refused unless this is set (`KASSA_ALLOW_EMBEDDED=1`). */
   readonly allowEmbedded: boolean
-  /** Connections in the PostgreSQL pool of one process. */
+  /** Connections in the PostgreSQL pool of one process (at least 4: the delivery engine holds 2). */
   readonly databasePoolSize: number
   /** Webhook attempts in flight in one process. */
   readonly deliveryConcurrency: number
@@ -190,14 +190,16 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
   if (!Duration.isFinite(loaded.drainDelay) || Duration.toMillis(loaded.drainDelay) > 60_000) {
     found.push(`KASSA_DRAIN_DELAY must be a finite duration of at most 60 seconds, such as "5 seconds"`)
   }
-  for (const [name, value, maximum] of [
+  for (const [name, value, minimum, maximum] of [
+    // The delivery engine holds two of the pool's connections while it runs (its owner lock and LISTEN): with
+    // fewer than two left, requests wait for a connection that never frees (a pool of 2 was seen to hang).
     // PostgreSQL's default max_connections is 100; a pool above 1,000 is a typo, not a plan.
-    ["KASSA_DATABASE_POOL_SIZE", loaded.databasePoolSize, 1000],
-    ["KASSA_DELIVERY_CONCURRENCY", loaded.deliveryConcurrency, 10_000],
-    ["KASSA_DELIVERY_CONCURRENCY_PER_URL", loaded.deliveryConcurrencyPerUrl, 10_000]
+    ["KASSA_DATABASE_POOL_SIZE", loaded.databasePoolSize, 4, 1000],
+    ["KASSA_DELIVERY_CONCURRENCY", loaded.deliveryConcurrency, 1, 10_000],
+    ["KASSA_DELIVERY_CONCURRENCY_PER_URL", loaded.deliveryConcurrencyPerUrl, 1, 10_000]
   ] as const) {
-    if (!(Number.isInteger(value) && value >= 1 && value <= maximum)) {
-      found.push(`${name} must be a whole number from 1 to ${maximum} (got ${value})`)
+    if (!(Number.isInteger(value) && value >= minimum && value <= maximum)) {
+      found.push(`${name} must be a whole number from ${minimum} to ${maximum} (got ${value})`)
     }
   }
   if (loaded.deliveryConcurrencyPerUrl > loaded.deliveryConcurrency) {
