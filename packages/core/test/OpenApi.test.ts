@@ -96,6 +96,8 @@ const operations: ReadonlyArray<{
       "not_found",
       "payment_not_cancellable",
       "payment_busy",
+      // A live payment's provider did not close it (decisions §10).
+      "provider_error",
       "server_error"
     ]
   },

@@ -368,4 +368,41 @@ describe.each(databases)("live payments on %s", (database) => {
     await fake.settled()
     expect(await eventNames(payment.id)).toEqual(["payment.paid"])
   })
+
+  const cancelLive = (liveKey: string, id: string) =>
+    server.request(`/api/v1/payments/${id}/cancel`, { method: "POST", key: liveKey })
+
+  it("cancel asks Stripe first: the session is expired there, then the payment is cancelled with its event", async () => {
+    const { shop, payment, sessionId } = await livePayment()
+    const response = await cancelLive(shop.liveKey, payment.id)
+    expect(response.status, response.text).toBe(200)
+    expect((response.body as WirePayment).status).toBe("cancelled")
+    expect(fake.session(sessionId).status).toBe("expired")
+    // Stripe's checkout.session.expired event, arriving after, changes nothing (and is not an expiry).
+    await fake.settled()
+    expect(await eventNames(payment.id)).toEqual(["payment.cancelled"])
+  })
+
+  it("cancel of a payment already paid at Stripe (event not yet here): it becomes paid, cancel gets 409 with status paid", async () => {
+    const { shop, payment, sessionId } = await livePayment()
+    fake.hold()
+    fake.pay(sessionId, { name: "Ada" })
+    const response = await cancelLive(shop.liveKey, payment.id)
+    expect(response.status, response.text).toBe(409)
+    expect((response.body as WireError).error).toMatchObject({ code: "payment_not_cancellable", status: "paid" })
+    expect(await statusOf(shop.liveKey, payment.id)).toBe("paid")
+    await fake.release()
+    await fake.settled()
+    expect(await eventNames(payment.id)).toEqual(["payment.paid"])
+  })
+
+  it("cancel when Stripe does not answer: 502 provider_error and the payment unchanged", async () => {
+    const { shop, payment } = await livePayment()
+    fake.inject({ method: "POST", path: /\/expire$/ }, { kind: "status", status: 500 })
+    const response = await cancelLive(shop.liveKey, payment.id)
+    expect(response.status, response.text).toBe(502)
+    expect((response.body as WireError).error.code).toBe("provider_error")
+    expect(await storedStatus(server, payment.id)).toBe("pending")
+    expect(await eventNames(payment.id)).toEqual([])
+  })
 })

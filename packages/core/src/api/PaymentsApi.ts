@@ -169,6 +169,8 @@ export class PaymentsApi extends HttpApiGroup.make("payments")
         ErrorEnvelope.NotFound,
         ErrorEnvelope.PaymentNotCancellable,
         ErrorEnvelope.PaymentBusy,
+        // A live payment is closed at its provider first (decisions §10); no answer leaves it unchanged.
+        ErrorEnvelope.ProviderError,
         ErrorEnvelope.ServerError
       ]
     })

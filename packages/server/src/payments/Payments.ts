@@ -102,7 +102,10 @@ export class Payments extends Context.Service<
     readonly cancel: (
       scope: Scope,
       id: Ids.PaymentId
-    ) => Effect.Effect<Payment.Payment, ApiError.NotFound | ApiError.PaymentNotCancellable | ApiError.PaymentBusy>
+    ) => Effect.Effect<
+      Payment.Payment,
+      ApiError.NotFound | ApiError.PaymentNotCancellable | ApiError.PaymentBusy | ApiError.ProviderError
+    >
     /** Test keys refund at once; live keys get `refunds_processed_manually` (after the 404 check). */
     readonly refund: (
       scope: Scope,
@@ -644,9 +647,86 @@ export class Payments extends Context.Service<
         }
       })
 
-      const cancel = Effect.fn("Payments.cancel")((scope: Scope, id: Ids.PaymentId) =>
-        mutate(id, scope, (payment) => PaymentStateMachine.cancel(payment))
+      /**
+       * Cancel of a live payment with an open provider checkout (decisions §10, "Expiry and cancel ask Stripe first"):
+       * under the row lock (NOWAIT) the payment is checked and the cancel recorded on its checkout (so the provider's
+       * `expired` event, should it arrive first, ends it `cancelled`); the provider is asked to expire the session
+       * outside any transaction; its answer is applied under the lock by `ProviderSettlement.decideClose`.
+       */
+      type CancelRefusal = ApiError.NotFound | ApiError.PaymentNotCancellable | ApiError.ProviderError
+      const cancelLive = Effect.fnUntraced(
+        function* (scope: Scope, id: Ids.PaymentId, link: StoredLink, sessionId: string) {
+          const checked = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const locked = yield* repo.lock(id, scope, "nowait")
+              if (Option.isNone(locked)) return Result.fail(notFound()) as Result.Result<void, CancelRefusal>
+              const now = yield* DateTime.now
+              const seen = yield* observe(locked.value, now)
+              const allowed = PaymentStateMachine.cancel(seen.payment)
+              if (Result.isFailure(allowed)) return Result.fail(allowed.failure) as Result.Result<void, CancelRefusal>
+              yield* checkouts.setClosing(id, "cancel", now)
+              return Result.succeed(undefined) as Result.Result<void, CancelRefusal>
+            })
+          )
+          yield* Effect.fromResult(checked)
+          const closed = yield* connector.close(links.access(link), sessionId).pipe(Effect.result)
+          // A refusal (4xx) closes nothing either: like no answer, the payment stays as it is and cancel gets 502.
+          const reading = Result.isSuccess(closed) && closed.success._tag === "Checkout" ? closed.success : null
+          const answer: ProviderSettlement.CloseAnswer =
+            reading ?? (Result.isSuccess(closed) ? closed.success : { _tag: "NoAnswer", reason: "unavailable" })
+          const decided = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const locked = yield* repo.lock(id, scope, "wait")
+              const checkout = yield* checkouts.find(id)
+              if (Option.isNone(locked) || Option.isNone(checkout)) {
+                return Result.fail(notFound()) as Result.Result<Payment.Payment, CancelRefusal>
+              }
+              const now = yield* DateTime.now
+              const decision = ProviderSettlement.decideClose(locked.value.payment, "cancel", answer, {
+                now,
+                visit: checkout.value.visit,
+                closing: "cancel"
+              })
+              const { settlement } = decision
+              const after =
+                settlement.events.length > 0 || settlement.payment.status !== locked.value.payment.status
+                  ? (yield* apply(locked.value, settlement, now)).payment
+                  : locked.value.payment
+              if (settlement.discrepancy !== null) {
+                yield* checkouts.recordDiscrepancy(id, settlement.discrepancy, now)
+              }
+              if (reading !== null) {
+                yield* checkouts.recordRead(
+                  id,
+                  reading,
+                  reading.paymentIntentId,
+                  after.status === "pending" ? checkout.value.nextReadAt : null,
+                  now
+                )
+              }
+              if (decision.error === null) return Result.succeed(after) as Result.Result<Payment.Payment, CancelRefusal>
+              return Result.fail(
+                decision.error._tag === "ProviderError"
+                  ? new ApiError.ProviderError({ message: decision.error.message, payment_id: id })
+                  : decision.error
+              ) as Result.Result<Payment.Payment, CancelRefusal>
+            })
+          )
+          return yield* Effect.fromResult(decided)
+        },
+        Effect.catchTag("SqlError", Effect.die)
       )
+
+      const cancel = Effect.fn("Payments.cancel")(function* (scope: Scope, id: Ids.PaymentId) {
+        if (scope.mode === "live") {
+          const checkout = yield* checkouts.find(id)
+          if (Option.isSome(checkout) && checkout.value.sessionId !== null) {
+            const link = yield* links.find(checkout.value.linkId)
+            if (Option.isSome(link)) return yield* cancelLive(scope, id, link.value, checkout.value.sessionId)
+          }
+        }
+        return yield* mutate(id, scope, (payment) => PaymentStateMachine.cancel(payment))
+      })
 
       const refund = Effect.fn("Payments.refund")(function* (
         scope: Scope,

@@ -17,6 +17,7 @@ export interface LiveCheckout {
   readonly checkoutUrl: string | null
   readonly visit: ProviderSettlement.CheckoutVisit | null
   readonly visitedAt: DateTime.Utc | null
+  readonly nextReadAt: DateTime.Utc | null
   readonly closing: ProviderSettlement.ClosePurpose | null
 }
 
@@ -34,6 +35,8 @@ const toCheckout = (row: Row): LiveCheckout => ({
       : { ip: String(row.visit_ip ?? ""), user_agent: String(row.visit_user_agent ?? "") },
   visitedAt:
     row.visited_at === null || row.visited_at === undefined ? null : DateTime.makeUnsafe(row.visited_at as Date),
+  nextReadAt:
+    row.next_read_at === null || row.next_read_at === undefined ? null : DateTime.makeUnsafe(row.next_read_at as Date),
   closing: (row.closing as ProviderSettlement.ClosePurpose | null) ?? null
 })
 
@@ -65,6 +68,12 @@ export class LiveCheckouts extends Context.Service<
     readonly recordVisit: (
       paymentId: Ids.PaymentId,
       visit: ProviderSettlement.CheckoutVisit,
+      now: DateTime.Utc
+    ) => Effect.Effect<void>
+    /** Records the close Kassa is about to ask the provider for (before the call; see ProviderSettlement). */
+    readonly setClosing: (
+      paymentId: Ids.PaymentId,
+      closing: ProviderSettlement.ClosePurpose,
       now: DateTime.Utc
     ) => Effect.Effect<void>
     /** What the provider said at a read, for the operator's page. */
@@ -140,6 +149,11 @@ export class LiveCheckouts extends Context.Service<
                 next_read_at = ${toDate(ProviderSettlement.Schedule.nextPaymentRead({ visitedAt: now, lastReadAt: null }) ?? now)},
                 updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId} AND visited_at IS NULL
+          `.pipe(Effect.asVoid, Effect.orDie),
+        setClosing: (paymentId, closing, now) =>
+          sql`
+            UPDATE provider_payments SET closing = ${closing}, updated_at = ${toDate(now)}
+            WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
         claimDue: ({ now, limit, lease }) =>
           sql<Row>`
