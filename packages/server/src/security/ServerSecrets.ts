@@ -41,9 +41,20 @@ interface StoredSecrets {
 
 const random = () => randomBytes(32).toString("base64url")
 
-/** Reads or creates `<dataDir>/secrets.json` for the secrets the environment leaves unset (development only). */
+/**
+ * Where generated development secrets are kept: `<dataDir>/secrets.json`, beside the database they unlock. A
+ * throw-away database (`memory://`) has no folder: its secrets live as long as the process, like the database.
+ */
+export const secretsFile = (dataDir: string): string | undefined =>
+  dataDir === "memory://" ? undefined : join(dataDir, "secrets.json")
+
+/** Reads or creates the secrets file for the secrets the environment leaves unset (development only). */
 const developmentSecrets = (dataDir: string, needAdmin: boolean, needKey: boolean) => {
-  const file = join(dataDir, "secrets.json")
+  const file = secretsFile(dataDir)
+  if (file === undefined) {
+    const stored: StoredSecrets = {}
+    return { stored, generatedAdminToken: needAdmin }
+  }
   // A file an older version or an operator's copy left readable to others is tightened before it is read.
   if (existsSync(file)) chmodSync(file, 0o600)
   const stored: StoredSecrets = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as StoredSecrets) : {}

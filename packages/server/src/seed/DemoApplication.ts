@@ -9,7 +9,6 @@
  * goes through the logger, and later starts print only the one-line "Kassa listening on …". Only the keys' hashes and
  * the sealed webhook secret are stored, so a later start could not repeat the banner even if it wanted to.
  */
-import { join } from "node:path"
 import { Application, Credentials, WebhookSecret } from "@kassa/core"
 import { Console, Effect, Layer, Option, Redacted } from "effect"
 import type { SecureRandom } from "effect/crypto"
@@ -19,7 +18,7 @@ import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
 import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { UserRepository } from "../dashboard/UserRepository.ts"
-import { ServerSecrets } from "../security/ServerSecrets.ts"
+import { ServerSecrets, secretsFile } from "../security/ServerSecrets.ts"
 
 /** What the first start created; the key and secret exist in clear only here. */
 export interface Seeded {
@@ -184,7 +183,7 @@ export const layer = Layer.effectDiscard(
     const server = yield* HttpServer.HttpServer
     const seeded = yield* seed()
     const admin = yield* seedAdmin()
-    const file = join(config.dataDir, "secrets.json")
+    const file = secretsFile(config.dataDir) ?? "this process's memory only (a `memory://` database)"
     const adminToken: AdminTokenSource = secrets.generatedAdminToken
       ? { _tag: "Generated", token: Redacted.value(secrets.adminToken), file }
       : Option.isSome(config.adminToken)
