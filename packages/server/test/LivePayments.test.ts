@@ -405,4 +405,43 @@ describe.each(databases)("live payments on %s", (database) => {
     expect(await storedStatus(server, payment.id)).toBe("pending")
     expect(await eventNames(payment.id)).toEqual([])
   })
+
+  const reconcile = () => server.run(Effect.flatMap(ProviderReconciler, (reconciler) => reconciler.reconcile))
+
+  it("expiry asks Stripe first: at expires_at the session is expired there, then the payment is expired once", async () => {
+    const { shop, payment, sessionId } = await livePayment()
+    await expireInDatabase(server, payment.id)
+    await reconcile()
+    await eventually(async () => (await storedStatus(server, payment.id)) === "expired", "the expiry")
+    expect(fake.session(sessionId).status).toBe("expired")
+    await fake.settled()
+    expect(await eventNames(payment.id)).toEqual(["payment.expired"])
+    expect(await statusOf(shop.liveKey, payment.id)).toBe("expired")
+  })
+
+  it("expiry of a payment already paid at Stripe (event lost): it becomes paid, not expired", async () => {
+    const { payment, sessionId } = await livePayment()
+    fake.hold()
+    fake.pay(sessionId, { name: "Ada" })
+    await expireInDatabase(server, payment.id)
+    await reconcile()
+    await eventually(async () => (await storedStatus(server, payment.id)) === "paid", "the payment found paid")
+    await fake.release()
+    await fake.settled()
+    expect(await eventNames(payment.id)).toEqual(["payment.paid"])
+  })
+
+  it("expiry when Stripe does not answer: the payment stays pending and is tried again within a minute", async () => {
+    const { payment } = await livePayment()
+    fake.inject({ method: "POST", path: /\/expire$/ }, { kind: "status", status: 503 }, 2)
+    await expireInDatabase(server, payment.id)
+    await reconcile()
+    await eventually(async () => (await checkoutRow(payment.id))?.last_read_at != null, "the unanswered expiry")
+    expect(await storedStatus(server, payment.id)).toBe("pending")
+    expect(await eventNames(payment.id)).toEqual([])
+    const row = await checkoutRow(payment.id)
+    const retryIn = new Date(String(row?.next_read_at)).getTime() - new Date(String(row?.last_read_at)).getTime()
+    expect(retryIn).toBe(60_000)
+    expect(row?.closing).toBe("expire")
+  })
 })

@@ -160,6 +160,15 @@ export class Payments extends Context.Service<
       readonly event?: { readonly linkId: ProviderLinkId; readonly id: string; readonly type: string } | undefined
     }) => Effect.Effect<{ readonly payment: Option.Option<Payment.Payment>; readonly duplicate: boolean }>
     /**
+     * Expiry of a live payment asked of its provider (decisions §10): the answer to the expire call, applied under
+     * the row lock by `ProviderSettlement.decideClose` (expired → `expired`; paid → `paid`; no answer → unchanged,
+     * asked again within a minute).
+     */
+    readonly applyExpiryAnswer: (input: {
+      readonly paymentId: Ids.PaymentId
+      readonly reading: CheckoutReading | ProviderSettlement.CloseAnswer
+    }) => Effect.Effect<Option.Option<Payment.Payment>>
+    /**
      * The sweeper's work: expires every pending payment past `expires_at`, set-based, in batches of `batchSize`
      * (500), each batch one transaction with its events and deliveries; returns how many. Rows other transactions
      * hold are skipped (`SKIP LOCKED`) and left to them or to the next round.
@@ -874,6 +883,51 @@ export class Payments extends Context.Service<
         Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
       )
 
+      const applyExpiryAnswer = Effect.fn("Payments.applyExpiryAnswer")(
+        function* (input: {
+          readonly paymentId: Ids.PaymentId
+          readonly reading: CheckoutReading | ProviderSettlement.CloseAnswer
+        }) {
+          const outcome = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const now = yield* DateTime.now
+              const locked = yield* repo.lock(input.paymentId, undefined, "wait")
+              const checkout = yield* checkouts.find(input.paymentId)
+              if (Option.isNone(locked) || Option.isNone(checkout))
+                return { payment: Option.none<Payment.Payment>(), before: null }
+              const answer: ProviderSettlement.CloseAnswer =
+                input.reading._tag === "Checkout" ? { _tag: "Checkout", state: input.reading.state } : input.reading
+              const { settlement } = ProviderSettlement.decideClose(locked.value.payment, "expire", answer, {
+                now,
+                visit: checkout.value.visit,
+                closing: "expire"
+              })
+              const after =
+                settlement.events.length > 0 || settlement.payment.status !== locked.value.payment.status
+                  ? (yield* apply(locked.value, settlement, now)).payment
+                  : locked.value.payment
+              if (settlement.discrepancy !== null) {
+                yield* checkouts.recordDiscrepancy(input.paymentId, settlement.discrepancy, now)
+              }
+              const nextReadAt = after.status === "pending" ? ProviderSettlement.Schedule.nextExpiryAttempt(now) : null
+              yield* checkouts.recordRead(
+                input.paymentId,
+                input.reading,
+                "paymentIntentId" in input.reading ? input.reading.paymentIntentId : null,
+                nextReadAt,
+                now
+              )
+              return { payment: Option.some(after), before: locked.value.payment.status }
+            })
+          )
+          if (Option.isSome(outcome.payment) && outcome.before !== outcome.payment.value.status) {
+            yield* settled(outcome.payment.value)
+          }
+          return outcome.payment
+        },
+        Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
+      )
+
       // Counted here, after the commit, by mode and outcome only (Metrics: no id, key or amount in a label).
       const settled = (payment: Payment.Payment) => Metrics.recordPaymentSettled(payment.mode, payment.status)
       return Payments.of({
@@ -897,6 +951,7 @@ export class Payments extends Context.Service<
         checkout,
         settle: (id, outcome, payer, method) => settle(id, outcome, payer, method).pipe(Effect.tap(settled)),
         applyCheckoutAnswer,
+        applyExpiryAnswer,
         expireDue: (options) => expireDue(options ?? {}),
         expireShown
       })

@@ -76,6 +76,16 @@ export class LiveCheckouts extends Context.Service<
       closing: ProviderSettlement.ClosePurpose,
       now: DateTime.Utc
     ) => Effect.Effect<void>
+    /**
+     * Claims open checkouts of pending payments past `expires_at` (decisions §10: expiry asks the provider first) with
+     * SKIP LOCKED: each is marked `closing = expire` and leased until `now + lease`, after which an unanswered one is
+     * claimed again.
+     */
+    readonly claimExpiring: (options: {
+      readonly now: DateTime.Utc
+      readonly limit: number
+      readonly lease: Duration.Duration
+    }) => Effect.Effect<ReadonlyArray<LiveCheckout>>
     /** What the provider said at a read, for the operator's page. */
     readonly recordRead: (
       paymentId: Ids.PaymentId,
@@ -155,6 +165,23 @@ export class LiveCheckouts extends Context.Service<
             UPDATE provider_payments SET closing = ${closing}, updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
+        claimExpiring: ({ now, limit, lease }) =>
+          sql<Row>`
+            UPDATE provider_payments
+            SET closing = 'expire', next_read_at = ${toDate(DateTime.addDuration(now, lease))}
+            WHERE payment_id IN (
+              SELECT pp.payment_id FROM provider_payments pp JOIN payments p ON p.id = pp.payment_id
+              WHERE p.status = 'pending' AND p.expires_at <= ${toDate(now)} AND pp.state = 'open'
+                AND (pp.closing IS DISTINCT FROM 'expire' OR pp.next_read_at IS NULL OR pp.next_read_at <= ${toDate(now)})
+              ORDER BY p.expires_at
+              LIMIT ${limit}
+              FOR UPDATE OF pp SKIP LOCKED
+            )
+            RETURNING *
+          `.pipe(
+            Effect.map((rows) => rows.map(toCheckout)),
+            Effect.orDie
+          ),
         claimDue: ({ now, limit, lease }) =>
           sql<Row>`
             UPDATE provider_payments SET next_read_at = ${toDate(DateTime.addDuration(now, lease))}

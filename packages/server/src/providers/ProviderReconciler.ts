@@ -7,6 +7,10 @@
  * processes leave it alone while it is read), reads each from the provider outside any transaction, and applies the
  * answer like an event's (`Payments.applyCheckoutAnswer`, which sets the next read). A provider that does not answer
  * leaves the lease in place: the checkout is read again when it runs out. A failed round is logged; the next runs.
+ *
+ * The same round expires live payments past `expires_at` at the provider first ("Expiry and cancel ask Stripe
+ * first"): the session is expired there and the answer applied (`Payments.applyExpiryAnswer`); no answer leaves the
+ * payment pending and the expiry is tried again within a minute.
  */
 import { Context, DateTime, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { Payments } from "../payments/Payments.ts"
@@ -54,7 +58,25 @@ export class ProviderReconciler extends Context.Service<
             }),
           { concurrency: 4, discard: true }
         )
-        return due.length
+        // Expiry asks the provider first (decisions §10): the session is expired there, and its answer decides.
+        const expiring = yield* checkouts.claimExpiring({ now: yield* DateTime.now, limit: 100, lease })
+        yield* Effect.forEach(
+          expiring,
+          (checkout) =>
+            Effect.gen(function* () {
+              const link = yield* links.find(checkout.linkId)
+              if (Option.isNone(link) || checkout.sessionId === null) return
+              const closed = yield* connector.close(links.access(link.value), checkout.sessionId).pipe(Effect.result)
+              if (closed._tag === "Failure") {
+                return yield* Effect.logWarning("The provider refused to expire a checkout").pipe(
+                  Effect.annotateLogs({ payment_id: checkout.paymentId, provider_message: closed.failure.message })
+                )
+              }
+              yield* payments.applyExpiryAnswer({ paymentId: checkout.paymentId, reading: closed.success })
+            }),
+          { concurrency: 4, discard: true }
+        )
+        return due.length + expiring.length
       }).pipe(Effect.withSpan("ProviderReconciler.reconcile"))
 
       yield* reconcile.pipe(
