@@ -1,3 +1,4 @@
+export * as Cluster from "./Cluster.ts"
 export { ServerConfig } from "./config/ServerConfig.ts"
 export * as KassaServer from "./KassaServer.ts"
 export { ListenError } from "./KassaServer.ts"

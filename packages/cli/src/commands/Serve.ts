@@ -1,12 +1,12 @@
 /**
  * `kassa serve`: the reference server of `@kassa/server` as its own `main.ts` runs it (`Launch.layer`: demo seed
- * and banner, logging, settings), with `--port`, `--host` and `--data-dir` laid over the environment.
+ * and banner, logging, settings), with `--port`, `--host`, `--data-dir`, `--migrate` and `--workers` laid over the
+ * environment; `--workers N` runs N processes on the port (the server's Cluster).
  */
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 
 export const serve = Command.make(
@@ -30,18 +30,27 @@ export const serve = Command.make(
           "`kassa migrate` brought up to date"
       ),
       Flag.optional
+    ),
+    workers: Flag.String("workers").pipe(
+      Flag.withDescription(
+        "Server processes on the one port: a number or `auto` (= cores) (env KASSA_WORKERS, default 1); " +
+          "more than 1 needs DATABASE_URL (PostgreSQL)"
+      ),
+      Flag.optional
     )
   },
-  Effect.fn("serve")(function* ({ port, host, dataDir, migrate }) {
+  Effect.fn("serve")(function* ({ port, host, dataDir, migrate, workers }) {
     // Loaded here, not at the top: every other command starts without the server's modules.
-    const { Launch } = yield* Effect.promise(() => import("@kassa/server"))
+    const { Cluster } = yield* Effect.promise(() => import("@kassa/server"))
     const overrides: Record<string, string> = {
       ...Option.match(port, { onNone: () => ({}), onSome: (value) => ({ KASSA_PORT: String(value) }) }),
       ...Option.match(host, { onNone: () => ({}), onSome: (value) => ({ KASSA_HOST: value }) }),
       ...Option.match(dataDir, { onNone: () => ({}), onSome: (value) => ({ KASSA_DATA_DIR: value }) }),
-      ...Option.match(migrate, { onNone: () => ({}), onSome: (value) => ({ KASSA_MIGRATE: String(value) }) })
+      ...Option.match(migrate, { onNone: () => ({}), onSome: (value) => ({ KASSA_MIGRATE: String(value) }) }),
+      ...Option.match(workers, { onNone: () => ({}), onSome: (value) => ({ KASSA_WORKERS: value }) })
     }
     const environment = ConfigProvider.layer(ConfigProvider.fromEnvRecord({ ...process.env, ...overrides }))
-    return yield* Layer.launch(Launch.layer.pipe(Layer.provide(environment)))
+    // A cluster worker re-runs this same command line (node:cluster forks argv as is) and serves as one process.
+    return yield* Cluster.run.pipe(Effect.provide(environment))
   })
 ).pipe(Command.withDescription("Run the Kassa server (with the demo application on a first start); stop with Ctrl-C"))

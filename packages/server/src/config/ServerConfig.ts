@@ -2,6 +2,7 @@
  * The server's settings (decisions §9), read once at start through effect's Config. A bad value stops the
  * start with a message naming the setting; nothing starts half-configured.
  */
+import { availableParallelism } from "node:os"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 
 export type Environment = "development" | "production"
@@ -52,6 +53,8 @@ export interface ServerSettings {
   readonly deliveryConcurrency: number
   /** Webhook attempts in flight to one URL from one process. */
   readonly deliveryConcurrencyPerUrl: number
+  /** Server processes on the one port (`KASSA_WORKERS`, a number or `auto` = cores; default 1): see Cluster. */
+  readonly workers: number
 }
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
@@ -106,7 +109,12 @@ export const settings: Config.Config<ServerSettings> = Config.all({
   allowEmbedded: Config.Boolean("KASSA_ALLOW_EMBEDDED").pipe(Config.withDefault(false)),
   databasePoolSize: Config.Int("KASSA_DATABASE_POOL_SIZE").pipe(Config.withDefault(20)),
   deliveryConcurrency: Config.Int("KASSA_DELIVERY_CONCURRENCY").pipe(Config.withDefault(256)),
-  deliveryConcurrencyPerUrl: Config.Int("KASSA_DELIVERY_CONCURRENCY_PER_URL").pipe(Config.withDefault(16))
+  deliveryConcurrencyPerUrl: Config.Int("KASSA_DELIVERY_CONCURRENCY_PER_URL").pipe(Config.withDefault(16)),
+  // "auto" is this machine's cores; anything else must be a whole number (checked in `problems`).
+  workers: Config.String("KASSA_WORKERS").pipe(
+    Config.withDefault("1"),
+    Config.map((value) => (value.trim() === "auto" ? availableParallelism() : Number(value.trim())))
+  )
 }).pipe(
   Config.map(
     ({ baseUrl, ...rest }): ServerSettings => ({
@@ -196,7 +204,8 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
     // PostgreSQL's default max_connections is 100; a pool above 1,000 is a typo, not a plan.
     ["KASSA_DATABASE_POOL_SIZE", loaded.databasePoolSize, 4, 1000],
     ["KASSA_DELIVERY_CONCURRENCY", loaded.deliveryConcurrency, 1, 10_000],
-    ["KASSA_DELIVERY_CONCURRENCY_PER_URL", loaded.deliveryConcurrencyPerUrl, 1, 10_000]
+    ["KASSA_DELIVERY_CONCURRENCY_PER_URL", loaded.deliveryConcurrencyPerUrl, 1, 10_000],
+    ["KASSA_WORKERS", loaded.workers, 1, 256]
   ] as const) {
     if (!(Number.isInteger(value) && value >= minimum && value <= maximum)) {
       found.push(`${name} must be a whole number from ${minimum} to ${maximum} (got ${value})`)
@@ -272,6 +281,7 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       databasePoolSize: 20,
       deliveryConcurrency: 256,
       deliveryConcurrencyPerUrl: 16,
+      workers: 1,
       ...overrides
     })
 }

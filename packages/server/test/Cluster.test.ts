@@ -1,0 +1,377 @@
+/**
+ * KASSA_WORKERS (Cluster): `node src/main.ts` as a primary with worker processes on one port, on a scratch PostgreSQL
+ * database created and dropped here.
+ * - the primary migrates once (the test's own connection finds the schema current without migrating), and the
+ *   first-start banner is printed once for two workers;
+ * - creates over fresh connections are spread over the workers (each worker's own /metrics counts some, and the
+ *   counts add up);
+ * - 300 events are each delivered exactly once by the workers together;
+ * - an application's rate limit holds across workers exactly (Redis set): the limit passes, the rest get 429;
+ * - a worker killed with SIGKILL is replaced, and the port answers meanwhile;
+ * - SIGTERM to the primary drains every worker and the primary exits 0;
+ * - two workers on the embedded database are refused, with a message naming DATABASE_URL;
+ * - KASSA_WORKERS reads a number or `auto` (the cores) and refuses 0; the replacement back-off doubles to a cap.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { request as httpRequest } from "node:http"
+import { availableParallelism, tmpdir } from "node:os"
+import { join } from "node:path"
+import { NodeCrypto } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Application } from "@kassa/core"
+import { Array as Arr, ConfigProvider, Effect, Exit, Layer, Option, Redacted } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
+import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
+import * as Cluster from "../src/Cluster.ts"
+import { ServerConfig } from "../src/config/ServerConfig.ts"
+import * as Database from "../src/database/Database.ts"
+import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import { databases, freePort, maintenance, postgresUrl, reachable } from "./support/TestServer.ts"
+import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
+
+const main = join(import.meta.dirname, "..", "src", "main.ts")
+const adminToken = "cluster-admin-token-0123456789abcdef"
+const secretKey = "cluster-secret-key-0123456789abcdefgh"
+const redisUrl = process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
+const redisReachable = await reachable(redisUrl, 6379)
+
+const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
+
+interface Primary {
+  readonly child: ChildProcess
+  readonly output: () => string
+  readonly exited: Promise<number | null>
+}
+
+const startPrimary = (env: Record<string, string>): Primary => {
+  let output = ""
+  const child = spawn(process.execPath, ["--conditions=@kassa/source", main], {
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  child.stdout?.on("data", (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  child.stderr?.on("data", (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, output: () => output, exited }
+}
+
+/** The primary's children: its workers. */
+const workerPids = (primary: Primary): Array<number> => {
+  try {
+    return execFileSync("ps", ["--ppid", String(primary.child.pid), "-o", "pid="], { encoding: "utf8" })
+      .split("\n")
+      .map((line) => Number(line.trim()))
+      .filter((pid) => pid > 0)
+  } catch {
+    return [] // ps exits 1 when there is none
+  }
+}
+
+/** One request on its own connection (no keep-alive), so the cluster hands each to the next worker. */
+const call = (port: number, method: string, path: string, key?: string, body?: unknown) =>
+  new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body)
+    const request = httpRequest(
+      {
+        host: "127.0.0.1",
+        port,
+        method,
+        path,
+        agent: false,
+        timeout: 30_000,
+        headers: {
+          connection: "close",
+          accept: "application/json",
+          ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+          ...(payload === undefined ? {} : { "content-type": "application/json" })
+        }
+      },
+      (response) => {
+        let text = ""
+        response.on("data", (chunk: Buffer) => {
+          text += chunk.toString()
+        })
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, text }))
+      }
+    )
+    request.on("timeout", () => request.destroy(new Error("timed out")))
+    request.on("error", reject)
+    request.end(payload)
+  })
+
+const waitFor = async (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 60_000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(100)
+  }
+}
+
+const healthy = (port: number) =>
+  call(port, "GET", "/healthz")
+    .then((answer) => answer.status === 200)
+    .catch(() => false)
+
+/** This worker's count of `POST /api/v1/payments` answered 201, from its own metrics listener. */
+const createsCounted = async (metricsPort: number) => {
+  const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((response) => response.text())
+  const line = text
+    .split("\n")
+    .find(
+      (entry) =>
+        entry.startsWith("kassa_http_requests_total{") &&
+        entry.includes('method="POST"') &&
+        entry.includes('route="/api/v1/payments"') &&
+        entry.includes('status="201"')
+    )
+  return line === undefined ? 0 : Number(line.split(" ").at(-1))
+}
+
+describe.runIf(databases.includes("postgres"))("KASSA_WORKERS=2 on PostgreSQL", () => {
+  const dbName = `kassa_cluster_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
+  const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()
+  const dataDir = mkdtempSync(join(tmpdir(), "kassa-cluster-"))
+  let port = 0
+  let metricsPort = 0
+  let primary: Primary
+  let receiver: WebhookReceiver
+  let busyKey = ""
+  let limitedKey = ""
+  let busyId = ""
+  let paymentId = ""
+
+  const onDatabase = <A>(effect: Effect.Effect<A, unknown, PgClient.PgClient>) =>
+    Effect.runPromise(
+      effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })), Effect.scoped)
+    )
+
+  beforeAll(async () => {
+    receiver = await startReceiver()
+    receiver.answer({ status: 200, body: "ok" })
+    await maintenance(`CREATE DATABASE ${dbName}`)
+    port = await freePort()
+    metricsPort = await freePort()
+    primary = startPrimary({
+      DATABASE_URL: databaseUrl,
+      KASSA_WORKERS: "2",
+      KASSA_PORT: String(port),
+      KASSA_METRICS_PORT: String(metricsPort),
+      KASSA_ADMIN_TOKEN: adminToken,
+      KASSA_SECRET_KEY: secretKey,
+      KASSA_ENV: "development",
+      KASSA_DATA_DIR: dataDir,
+      ...(redisReachable ? { KASSA_REDIS_URL: redisUrl } : {})
+    })
+    await waitFor("two workers listening", () => (primary.output().match(/Kassa listening on/g) ?? []).length === 2)
+    // Applications straight in the database, with the primary's migrations (this layer does not migrate).
+    const fixture = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
+      Layer.provideMerge(Database.layer),
+      Layer.provideMerge(ServerSecrets.layer),
+      Layer.provideMerge(NodeCrypto.layer),
+      Layer.provide(
+        ServerConfig.layerWith({
+          databaseUrl: Option.some(Redacted.make(databaseUrl)),
+          adminToken: Option.some(Redacted.make(adminToken)),
+          secretKey: Option.some(Redacted.make(secretKey)),
+          dataDir,
+          migrate: false
+        })
+      )
+    )
+    const make = (name: string, limit: number, webhook: boolean) =>
+      Effect.gen(function* () {
+        const application = yield* (yield* ApplicationRepository).create(
+          {
+            ...Application.defaults,
+            name,
+            status: "active",
+            rate_limit_per_minute: limit,
+            ...(webhook ? { webhook_url: receiver.url("/hook") } : {})
+          },
+          `whsec_${"C".repeat(32)}`
+        )
+        const issued = yield* (yield* ApiKeyRepository).issue(application.id, "test")
+        return { id: application.id, key: issued.key }
+      })
+    const made = await Effect.runPromise(
+      Effect.all([make("Busy shop", 1_000_000, true), make("Limited shop", 10, false)]).pipe(Effect.provide(fixture))
+    )
+    busyId = made[0].id
+    busyKey = made[0].key
+    limitedKey = made[1].key
+  }, 120_000)
+
+  afterAll(async () => {
+    if (primary !== undefined && primary.child.exitCode === null) {
+      for (const pid of workerPids(primary)) process.kill(pid, "SIGKILL")
+      primary.child.kill("SIGKILL")
+    }
+    await receiver?.close()
+    await maintenance(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
+    rmSync(dataDir, { recursive: true, force: true })
+  }, 60_000)
+
+  it("migrates once and prints the first-start banner once for two workers", () => {
+    expect(primary.output().match(/Kassa listening on/g)).toHaveLength(2)
+    expect(primary.output().match(/First start on an empty database/g)).toHaveLength(1)
+    expect(workerPids(primary)).toHaveLength(2)
+  })
+
+  it("creates over fresh connections are spread over both workers", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, index) =>
+        call(port, "POST", "/api/v1/payments", busyKey, { amount: 1000, order_reference: `spread-${index}` })
+      )
+    )
+    expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(201))
+    paymentId = (JSON.parse(answers[0]?.text ?? "{}") as { id: string }).id
+    const counts = await Promise.all([createsCounted(metricsPort), createsCounted(metricsPort + 1)])
+    expect(counts[0]).toBeGreaterThan(0)
+    expect(counts[1]).toBeGreaterThan(0)
+    expect(counts[0] + counts[1]).toBe(40)
+  }, 60_000)
+
+  it("300 events: each delivered exactly once by the workers together", async () => {
+    const ids = await onDatabase(
+      Effect.gen(function* () {
+        const sql = yield* PgClient.PgClient
+        const now = new Date()
+        const events = Array.from({ length: 300 }, () => {
+          const id = `evt_${crypto.randomUUID()}`
+          return {
+            id,
+            application_id: busyId,
+            payment_id: paymentId,
+            mode: "test",
+            event: "payment.paid",
+            body: JSON.stringify({ id, event: "payment.paid", created_at: now.toISOString(), data: { id: paymentId } }),
+            created_at: now
+          }
+        })
+        const deliveries = events.map((event) => ({
+          id: crypto.randomUUID(),
+          event_id: event.id,
+          application_id: busyId,
+          status: "pending",
+          next_attempt_at: now,
+          created_at: now,
+          updated_at: now
+        }))
+        if (!Arr.isArrayNonEmpty(events) || !Arr.isArrayNonEmpty(deliveries)) return []
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO events ${sql.insert(events)}`
+            yield* sql`INSERT INTO deliveries ${sql.insert(deliveries)}`
+          })
+        )
+        return events.map((event) => event.id)
+      })
+    )
+    const succeeded = () =>
+      onDatabase(
+        Effect.gen(function* () {
+          const sql = yield* PgClient.PgClient
+          const rows = yield* sql`SELECT count(*)::int AS n FROM deliveries WHERE status = 'succeeded'`
+          return Number(rows[0]?.n ?? 0)
+        })
+      )
+    await waitFor("300 deliveries succeeded", async () => (await succeeded()) === 300)
+    const arrivals = new Map<string, number>()
+    for (const request of receiver.received("/hook")) {
+      const id = String((JSON.parse(request.body) as { id: string }).id)
+      arrivals.set(id, (arrivals.get(id) ?? 0) + 1)
+    }
+    expect(arrivals.size).toBe(300)
+    for (const id of ids) expect(arrivals.get(id), id).toBe(1)
+  }, 90_000)
+
+  it.runIf(redisReachable)(
+    "with Redis, an application's rate limit holds across workers exactly",
+    async () => {
+      const answers = []
+      // One at a time over fresh connections: the round-robin alternates the workers.
+      for (let index = 0; index < 30; index++) answers.push(await call(port, "GET", "/api/v1/payments", limitedKey))
+      const statuses = answers.map((answer) => answer.status)
+      expect(statuses.filter((status) => status === 429)).toHaveLength(20)
+      expect(statuses.filter((status) => status === 200)).toHaveLength(10)
+    },
+    60_000
+  )
+
+  it("a worker killed with SIGKILL is replaced; the port answers meanwhile", async () => {
+    const before = workerPids(primary)
+    expect(before).toHaveLength(2)
+    const victim = before[0] ?? 0
+    process.kill(victim, "SIGKILL")
+    await waitFor("the victim gone", () => !workerPids(primary).includes(victim))
+    for (let index = 0; index < 5; index++) expect(await healthy(port)).toBe(true)
+    await waitFor("a replacement worker", () => {
+      const now = workerPids(primary)
+      return now.length === 2 && !now.includes(victim)
+    })
+    await waitFor("three start lines", () => (primary.output().match(/Kassa listening on/g) ?? []).length === 3)
+    expect(primary.output()).toContain(`worker ${victim} (index 0) exited (SIGKILL)`)
+    expect(await healthy(port)).toBe(true)
+  }, 90_000)
+
+  it("SIGTERM to the primary drains every worker and the primary exits 0", async () => {
+    const workers = workerPids(primary)
+    expect(workers).toHaveLength(2)
+    primary.child.kill("SIGTERM")
+    const code = await Promise.race([primary.exited, sleep(60_000).then(() => "still running")])
+    expect(code).toBe(0)
+    for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow()
+  }, 90_000)
+})
+
+/** The workers setting as a start reads it, or the failure's text. */
+const loadWorkers = (value: string) =>
+  Effect.runPromiseExit(
+    Effect.gen(function* () {
+      return (yield* ServerConfig).workers
+    }).pipe(
+      Effect.provide(ServerConfig.layer),
+      Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord({ KASSA_WORKERS: value })))
+    )
+  ).then((exit) => (Exit.isSuccess(exit) ? exit.value : String(exit.cause)))
+
+describe("KASSA_WORKERS and the supervisor's back-off", () => {
+  it("reads a number or auto (= cores); 0, a fraction and a word are refused naming the setting", async () => {
+    expect(await loadWorkers("3")).toBe(3)
+    expect(await loadWorkers("auto")).toBe(availableParallelism())
+    for (const bad of ["0", "1.5", "many"]) {
+      expect(await loadWorkers(bad)).toContain("KASSA_WORKERS must be a whole number from 1 to 256")
+    }
+  })
+
+  it("replaces at once after a long life, then doubles from 250 ms while workers die young, up to 30 s", () => {
+    expect([0, 1, 2, 3, 4, 8, 20].map(Cluster.backoffMs)).toEqual([0, 250, 500, 1000, 2000, 30_000, 30_000])
+  })
+})
+
+describe("KASSA_WORKERS on the embedded database", () => {
+  it("two workers are refused with a message naming DATABASE_URL; no worker starts", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "kassa-cluster-embedded-"))
+    try {
+      const refused = startPrimary({
+        KASSA_WORKERS: "2",
+        KASSA_PORT: String(await freePort()),
+        KASSA_DATA_DIR: dataDir,
+        KASSA_ENV: "development"
+      })
+      const code = await Promise.race([refused.exited, sleep(60_000).then(() => "still running")])
+      expect(code).not.toBe(0)
+      expect(typeof code).toBe("number")
+      expect(refused.output()).toContain("KASSA_WORKERS=2 needs DATABASE_URL (PostgreSQL)")
+      expect(refused.output()).not.toContain("Kassa listening on")
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }, 90_000)
+})
