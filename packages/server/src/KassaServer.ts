@@ -37,6 +37,7 @@ import * as DocsPages from "./pages/DocsPages.ts"
 import { PaymentProvider } from "./payments/PaymentProvider.ts"
 import * as PaymentServices from "./payments/PaymentServices.ts"
 import * as ProviderServices from "./providers/ProviderServices.ts"
+import { Retention } from "./retention/Retention.ts"
 import { ServerSecrets } from "./security/ServerSecrets.ts"
 import * as WebhookServices from "./webhooks/WebhookServices.ts"
 
@@ -82,12 +83,13 @@ const Routes = Layer.mergeAll(
  * simulator and the live provider in production; tests may record what the provider is asked).
  */
 export const servicesWith = (provider: Layer.Layer<PaymentProvider>) =>
-  Layer.merge(
+  Layer.mergeAll(
     // Live refunds (issue 12 §4) need the payments' repository and outbox as well as the provider services below.
     ProviderServices.refunds.pipe(
       Layer.provideMerge(PaymentServices.layer.pipe(Layer.provide(ProviderCalls.observed(provider))))
     ),
-    DashboardServices.layer
+    DashboardServices.layer,
+    Retention.layer
   ).pipe(
     // The webhook engine: its dispatcher fibers, and the wake-up the event outbox calls after a commit.
     Layer.provideMerge(WebhookServices.layer),

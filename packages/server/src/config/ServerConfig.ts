@@ -4,6 +4,7 @@
  */
 import { availableParallelism } from "node:os"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { SourceError } from "effect/ConfigProvider"
 
 export type Environment = "development" | "production"
 
@@ -49,6 +50,10 @@ export interface ServerSettings {
   readonly allowEmbedded: boolean
   /** Connections in the PostgreSQL pool of one process (at least 4: the delivery engine holds 2). */
   readonly databasePoolSize: number
+  /** How long finished deliveries, their attempts and the events of final payments are kept; none → forever. */
+  readonly retentionDeliveries: Option.Option<Duration.Duration>
+  /** How long audit entries are kept; none → forever. */
+  readonly retentionAudit: Option.Option<Duration.Duration>
   /** Webhook attempts in flight in one process. */
   readonly deliveryConcurrency: number
   /** Webhook attempts in flight to one URL from one process. */
@@ -58,6 +63,40 @@ export interface ServerSettings {
 }
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
+
+/**
+ * A retention window: "off" (keep forever) or a duration of at least a day ("90 days", "12 weeks", "2 years", a
+ * year being 365 days). Shorter is refused: "90" (milliseconds) or "1 hour" is a typo that would prune history.
+ */
+export const parseRetention = (text: string): Option.Option<Option.Option<Duration.Duration>> => {
+  const value = text.trim().toLowerCase()
+  if (value === "off") return Option.some(Option.none())
+  const years = /^(\d+) years?$/.exec(value)
+  const parsed =
+    years !== null ? Option.some(Duration.days(365 * Number(years[1]))) : Duration.fromInput(value as Duration.Input)
+  return parsed.pipe(
+    Option.filter((window) => Duration.isFinite(window) && Duration.isGreaterThanOrEqualTo(window, Duration.days(1))),
+    Option.map(Option.some)
+  )
+}
+
+const retention = (name: string, fallback: Duration.Duration) =>
+  Config.String(name).pipe(
+    Config.mapEffect((text) =>
+      Option.match(parseRetention(text), {
+        onNone: () =>
+          Effect.fail(
+            new Config.ConfigError(
+              new SourceError({
+                message: `${name} must be "off" or a duration of at least 1 day, such as "90 days" or "2 years" (got ${JSON.stringify(text)})`
+              })
+            )
+          ),
+        onSome: Effect.succeed
+      })
+    ),
+    Config.withDefault(Option.some(fallback))
+  )
 
 /** Reads the settings from the environment (or any ConfigProvider). */
 export const settings: Config.Config<ServerSettings> = Config.all({
@@ -108,6 +147,8 @@ export const settings: Config.Config<ServerSettings> = Config.all({
   migrate: Config.Boolean("KASSA_MIGRATE").pipe(Config.withDefault(true)),
   allowEmbedded: Config.Boolean("KASSA_ALLOW_EMBEDDED").pipe(Config.withDefault(false)),
   databasePoolSize: Config.Int("KASSA_DATABASE_POOL_SIZE").pipe(Config.withDefault(20)),
+  retentionDeliveries: retention("KASSA_RETENTION_DELIVERIES", Duration.days(90)),
+  retentionAudit: retention("KASSA_RETENTION_AUDIT", Duration.days(730)),
   deliveryConcurrency: Config.Int("KASSA_DELIVERY_CONCURRENCY").pipe(Config.withDefault(256)),
   deliveryConcurrencyPerUrl: Config.Int("KASSA_DELIVERY_CONCURRENCY_PER_URL").pipe(Config.withDefault(16)),
   // "auto" is this machine's cores; anything else must be a whole number (checked in `problems`).
@@ -279,6 +320,8 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       migrate: true,
       allowEmbedded: false,
       databasePoolSize: 20,
+      retentionDeliveries: Option.some(Duration.days(90)),
+      retentionAudit: Option.some(Duration.days(730)),
       deliveryConcurrency: 256,
       deliveryConcurrencyPerUrl: 16,
       workers: 1,

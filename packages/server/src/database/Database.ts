@@ -14,6 +14,7 @@ import dashboards from "./migrations/0003_dashboards.ts"
 import scale from "./migrations/0004_scale.ts"
 import live from "./migrations/0005_live.ts"
 import liveCheckout from "./migrations/0006_live_checkout.ts"
+import retention from "./migrations/0007_retention.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
 export const migrations = PgMigrator.fromRecord({
@@ -22,7 +23,8 @@ export const migrations = PgMigrator.fromRecord({
   "0003_dashboards": dashboards,
   "0004_scale": scale,
   "0005_live": live,
-  "0006_live_checkout": liveCheckout
+  "0006_live_checkout": liveCheckout,
+  "0007_retention": retention
 })
 
 const clientOptions = {

@@ -1,0 +1,189 @@
+/**
+ * Retention (issue 14 §4, decisions §…): a background fiber that deletes what is past its window, so the tables stop
+ * growing forever. Every 5 minutes a round prunes, oldest first:
+ * - finished deliveries (`succeeded`, `failed`) that finished before `KASSA_RETENTION_DELIVERIES` (90 days), with
+ *   their attempts (one statement: the attempts, then the delivery, which the attempts reference);
+ * - events older than that window, of payments no longer pending, once no delivery references them (a pending
+ *   delivery keeps its event, whatever its age); the payment itself is never deleted;
+ * - audit entries older than `KASSA_RETENTION_AUDIT` (2 years);
+ * - expired dashboard sessions, and idempotency keys past their 24 hours (which the expiry sweeper and sign-in
+ *   also delete; here they are caught up in batches after a long stop).
+ *
+ * Each batch is one short statement over at most 1,000 rows picked from an index (`0007_retention`) with
+ * `FOR UPDATE SKIP LOCKED`: a row a request holds is skipped, never waited for, and several server processes share
+ * the work. Between batches the fiber pauses as long as the batch took (at least 100 ms), so pruning uses at most
+ * about half of one connection and never monopolises the database. A failed round is logged; the next runs as usual.
+ */
+import { IdempotencyDecision } from "@kassa/core"
+import { Context, DateTime, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import { ServerConfig } from "../config/ServerConfig.ts"
+
+export interface RetentionOptions {
+  /** Time between two rounds. */
+  readonly interval: Duration.Duration
+  /** Rows per batch (per transaction). */
+  readonly batchSize: number
+  /** Shortest pause between two batches; the pause is never shorter than the batch before it took. */
+  readonly pause: Duration.Duration
+}
+
+export const defaults: RetentionOptions = {
+  interval: Duration.minutes(5),
+  batchSize: 1000,
+  pause: Duration.millis(100)
+}
+
+/** The row count of a `SELECT count(*)::int AS n FROM gone` statement. */
+const count = <E, R>(statement: Effect.Effect<ReadonlyArray<{ readonly n?: unknown }>, E, R>) =>
+  Effect.map(statement, (rows) => ({ rows: Number(rows[0]?.n ?? 0) }))
+
+/** Rows deleted by one round, by kind. */
+export interface PruneResult {
+  readonly attempts: number
+  readonly deliveries: number
+  readonly events: number
+  readonly audit: number
+  readonly sessions: number
+  readonly idempotencyKeys: number
+}
+
+export class Retention extends Context.Service<
+  Retention,
+  {
+    /** One round as of `now`: every kind, batch after batch, until no batch is full. */
+    readonly prune: (now: DateTime.Utc) => Effect.Effect<PruneResult>
+  }
+>()("@kassa/server/retention/Retention") {
+  static readonly layerWith = (options: RetentionOptions) =>
+    Layer.effect(
+      Retention,
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const config = yield* ServerConfig
+        const limit = options.batchSize
+        const before = (now: DateTime.Utc, window: Duration.Duration) =>
+          DateTime.toDateUtc(DateTime.subtractDuration(now, window))
+
+        // Both deletes in one statement: the foreign key is checked at its end, when the attempts are gone.
+        const deliveriesBatch = (cutoff: Date) =>
+          sql<{ readonly attempts: number; readonly deliveries: number }>`
+            WITH batch AS (
+              SELECT id FROM deliveries
+              WHERE status IN ('succeeded', 'failed') AND updated_at < ${cutoff}
+              ORDER BY updated_at LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            ),
+            gone_attempts AS (
+              DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM batch) RETURNING 1
+            ),
+            gone AS (DELETE FROM deliveries WHERE id IN (SELECT id FROM batch) RETURNING 1)
+            SELECT (SELECT count(*) FROM gone_attempts)::int AS attempts, (SELECT count(*) FROM gone)::int AS deliveries
+          `.pipe(Effect.map((rows) => ({ attempts: rows[0]?.attempts ?? 0, rows: rows[0]?.deliveries ?? 0 })))
+
+        // A payment's events are its history, not its state: the payment row answers the API without them.
+        const eventsBatch = (cutoff: Date) =>
+          count(sql`
+            WITH batch AS (
+              SELECT e.id FROM events e
+              WHERE e.created_at < ${cutoff}
+                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+                AND EXISTS (SELECT 1 FROM payments p WHERE p.id = e.payment_id AND p.status <> 'pending')
+              ORDER BY e.created_at LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            ),
+            gone AS (DELETE FROM events WHERE id IN (SELECT id FROM batch) RETURNING 1)
+            SELECT count(*)::int AS n FROM gone
+          `)
+
+        const auditBatch = (cutoff: Date) =>
+          count(sql`
+            WITH gone AS (
+              DELETE FROM audit_log WHERE id IN (
+                SELECT id FROM audit_log WHERE at < ${cutoff} ORDER BY at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+              ) RETURNING 1
+            )
+            SELECT count(*)::int AS n FROM gone
+          `)
+
+        const sessionsBatch = (cutoff: Date) =>
+          count(sql`
+            WITH gone AS (
+              DELETE FROM sessions WHERE token_hash IN (
+                SELECT token_hash FROM sessions WHERE expires_at < ${cutoff}
+                ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+              ) RETURNING 1
+            )
+            SELECT count(*)::int AS n FROM gone
+          `)
+
+        const idempotencyBatch = (cutoff: Date) =>
+          count(sql`
+            WITH gone AS (
+              DELETE FROM idempotency_keys WHERE (application_id, mode, key) IN (
+                SELECT application_id, mode, key FROM idempotency_keys WHERE created_at <= ${cutoff}
+                ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+              ) RETURNING 1
+            )
+            SELECT count(*)::int AS n FROM gone
+          `)
+
+        /** Batches until one is not full, pausing between them; the rows (and attempts) deleted. */
+        const drain = <E>(batch: Effect.Effect<{ readonly rows: number; readonly attempts?: number }, E>) =>
+          Effect.gen(function* () {
+            let rows = 0
+            let attempts = 0
+            while (true) {
+              const [took, done] = yield* Effect.timed(batch)
+              rows += done.rows
+              attempts += done.attempts ?? 0
+              if (done.rows < limit) return { rows, attempts }
+              yield* Effect.sleep(Duration.max(options.pause, took))
+            }
+          })
+
+        const windowed = <E>(
+          window: Option.Option<Duration.Duration>,
+          now: DateTime.Utc,
+          batch: (cutoff: Date) => Effect.Effect<{ readonly rows: number; readonly attempts?: number }, E>
+        ) =>
+          Option.match(window, {
+            onNone: () => Effect.succeed({ rows: 0, attempts: 0 }),
+            onSome: (duration) => drain(batch(before(now, duration)))
+          })
+
+        const prune = Effect.fn("Retention.prune")(function* (now: DateTime.Utc) {
+          // Deliveries first: an event is pruned only once no delivery references it.
+          const deliveries = yield* windowed(config.retentionDeliveries, now, deliveriesBatch)
+          const events = yield* windowed(config.retentionDeliveries, now, eventsBatch)
+          const audit = yield* windowed(config.retentionAudit, now, auditBatch)
+          const sessions = yield* drain(sessionsBatch(DateTime.toDateUtc(now)))
+          const idempotencyKeys = yield* drain(idempotencyBatch(before(now, IdempotencyDecision.retention)))
+          return {
+            attempts: deliveries.attempts,
+            deliveries: deliveries.rows,
+            events: events.rows,
+            audit: audit.rows,
+            sessions: sessions.rows,
+            idempotencyKeys: idempotencyKeys.rows
+          }
+        }, Effect.orDie)
+
+        yield* Effect.gen(function* () {
+          const result = yield* prune(yield* DateTime.now)
+          const total = Object.values(result).reduce((sum, n) => sum + n, 0)
+          if (total > 0) yield* Effect.logInfo("Retention pruned old rows").pipe(Effect.annotateLogs(result))
+        }).pipe(
+          Effect.catchCause((cause) => Effect.logError("Retention round failed", cause)),
+          Effect.repeat(Schedule.spaced(options.interval)),
+          // The first round waits one interval: a start is busy enough, and a restart loop never prunes twice.
+          Effect.delay(options.interval),
+          Effect.forkScoped
+        )
+
+        return Retention.of({ prune })
+      })
+    )
+
+  static readonly layer = Retention.layerWith(defaults)
+}
