@@ -96,7 +96,7 @@ const primary = Effect.gen(function* () {
   if (Option.isNone(config.databaseUrl)) {
     return yield* Effect.die(
       new EmbeddedSingleProcess(
-        `KASSA_WORKERS=${config.workers} needs DATABASE_URL (PostgreSQL): the embedded database is one process with one connection; run one worker on it`
+        `${config.workers} workers (KASSA_WORKERS, kassa serve --workers) need DATABASE_URL (PostgreSQL): the embedded database is one process with one connection; run one worker on it`
       )
     )
   }

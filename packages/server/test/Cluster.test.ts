@@ -368,7 +368,9 @@ describe("KASSA_WORKERS on the embedded database", () => {
       const code = await Promise.race([refused.exited, sleep(60_000).then(() => "still running")])
       expect(code).not.toBe(0)
       expect(typeof code).toBe("number")
-      expect(refused.output()).toContain("KASSA_WORKERS=2 needs DATABASE_URL (PostgreSQL)")
+      expect(refused.output()).toContain(
+        "2 workers (KASSA_WORKERS, kassa serve --workers) need DATABASE_URL (PostgreSQL)"
+      )
       expect(refused.output()).not.toContain("Kassa listening on")
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
