@@ -12,9 +12,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as ApplicationQueries from "../src/dashboard/ApplicationQueries.ts"
 import { OperatorQueries } from "../src/dashboard/OperatorQueries.ts"
 import { Payments } from "../src/payments/Payments.ts"
+import * as Retention from "../src/retention/Retention.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { pendingPayment, query } from "./support/PaymentFixtures.ts"
-import { capturePlans, type Explained, indexesOf, seqScansOf } from "./support/PlanCapture.ts"
+import { capturePlans, type Explained, indexesOf, type PlanNode, seqScansOf } from "./support/PlanCapture.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 const big = ["payments", "events", "deliveries", "refunds", "delivery_attempts"]
@@ -200,6 +201,36 @@ describe.each(databases)("query plans on %s", (database) => {
     )
     expectIndexed(await run(payments.expireDue()), ["payments_pending_expiry"])
     expectIndexed(await run(payments.expireShown([paymentId])), ["payments_pkey"])
+  })
+
+  it("retention: each pruning batch finds its rows through an index, whatever the table's size", async () => {
+    const batches = Retention.statements(sqlClient, 1000)
+    const cutoff = new Date(Date.now() - 90 * 86_400_000)
+    for (const [statement, index] of [
+      [batches.deliveries(cutoff), "deliveries_finished"],
+      [batches.events(cutoff), "events_created"],
+      [batches.audit(cutoff), "audit_log_at"],
+      [batches.sessions(cutoff), "sessions_expiry"],
+      [batches.idempotencyKeys(cutoff), "idempotency_keys_expiry"]
+    ] as const) {
+      // Explained, not run (a delete): plain EXPLAIN plans the statement without executing it.
+      const [text, params] = statement.compile()
+      const rows = await server.run(
+        sqlClient.withTransaction(
+          Effect.gen(function* () {
+            yield* sqlClient.unsafe("SET LOCAL enable_seqscan = off")
+            return yield* sqlClient.unsafe<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params)
+          })
+        )
+      )
+      const raw = rows[0]?.["QUERY PLAN"]
+      const [explained] = (typeof raw === "string" ? JSON.parse(raw) : raw) as ReadonlyArray<{
+        readonly Plan: PlanNode
+      }>
+      if (explained === undefined) throw new Error(`no plan for ${text}`)
+      expect({ text, seqScans: seqScansOf(explained.Plan) }).toEqual({ text, seqScans: [] })
+      expectIndexed([{ sql: text, plan: explained.Plan }], [index])
+    }
   })
 
   it("a delivery written without its mode gets its event's (a server of the previous version)", async () => {

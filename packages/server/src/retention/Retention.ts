@@ -16,7 +16,7 @@
  */
 import { IdempotencyDecision } from "@kassa/core"
 import { Context, DateTime, Duration, Effect, Layer, Option, Schedule } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
 
 export interface RetentionOptions {
@@ -34,9 +34,68 @@ export const defaults: RetentionOptions = {
   pause: Duration.millis(100)
 }
 
-/** The row count of a `SELECT count(*)::int AS n FROM gone` statement. */
-const count = <E, R>(statement: Effect.Effect<ReadonlyArray<{ readonly n?: unknown }>, E, R>) =>
-  Effect.map(statement, (rows) => ({ rows: Number(rows[0]?.n ?? 0) }))
+/**
+ * The statements of one batch each, as run (exported so test/QueryPlans.test.ts and bench/retention.ts explain
+ * exactly these). Each answers one row: `n` deleted (and `attempts` for deliveries).
+ */
+export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
+  // Both deletes in one statement: the foreign key is checked at its end, when the attempts are gone.
+  deliveries: (cutoff: Date) =>
+    sql<{ readonly n: number; readonly attempts: number }>`
+      WITH batch AS (
+        SELECT id FROM deliveries
+        WHERE status IN ('succeeded', 'failed') AND updated_at < ${cutoff}
+        ORDER BY updated_at LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      ),
+      gone_attempts AS (DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM batch) RETURNING 1),
+      gone AS (DELETE FROM deliveries WHERE id IN (SELECT id FROM batch) RETURNING 1)
+      SELECT (SELECT count(*) FROM gone)::int AS n, (SELECT count(*) FROM gone_attempts)::int AS attempts
+    `,
+  // A payment's events are its history, not its state: the payment row answers the API without them.
+  events: (cutoff: Date) =>
+    sql<{ readonly n: number }>`
+      WITH batch AS (
+        SELECT e.id FROM events e
+        WHERE e.created_at < ${cutoff}
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+          AND EXISTS (SELECT 1 FROM payments p WHERE p.id = e.payment_id AND p.status <> 'pending')
+        ORDER BY e.created_at LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      ),
+      gone AS (DELETE FROM events WHERE id IN (SELECT id FROM batch) RETURNING 1)
+      SELECT count(*)::int AS n FROM gone
+    `,
+  audit: (cutoff: Date) =>
+    sql<{ readonly n: number }>`
+      WITH gone AS (
+        DELETE FROM audit_log WHERE id IN (
+          SELECT id FROM audit_log WHERE at < ${cutoff} ORDER BY at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      )
+      SELECT count(*)::int AS n FROM gone
+    `,
+  sessions: (cutoff: Date) =>
+    sql<{ readonly n: number }>`
+      WITH gone AS (
+        DELETE FROM sessions WHERE token_hash IN (
+          SELECT token_hash FROM sessions WHERE expires_at < ${cutoff}
+          ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      )
+      SELECT count(*)::int AS n FROM gone
+    `,
+  idempotencyKeys: (cutoff: Date) =>
+    sql<{ readonly n: number }>`
+      WITH gone AS (
+        DELETE FROM idempotency_keys WHERE (application_id, mode, key) IN (
+          SELECT application_id, mode, key FROM idempotency_keys WHERE created_at <= ${cutoff}
+          ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+        ) RETURNING 1
+      )
+      SELECT count(*)::int AS n FROM gone
+    `
+})
 
 /** Rows deleted by one round, by kind. */
 export interface PruneResult {
@@ -65,68 +124,16 @@ export class Retention extends Context.Service<
         const before = (now: DateTime.Utc, window: Duration.Duration) =>
           DateTime.toDateUtc(DateTime.subtractDuration(now, window))
 
-        // Both deletes in one statement: the foreign key is checked at its end, when the attempts are gone.
-        const deliveriesBatch = (cutoff: Date) =>
-          sql<{ readonly attempts: number; readonly deliveries: number }>`
-            WITH batch AS (
-              SELECT id FROM deliveries
-              WHERE status IN ('succeeded', 'failed') AND updated_at < ${cutoff}
-              ORDER BY updated_at LIMIT ${limit}
-              FOR UPDATE SKIP LOCKED
-            ),
-            gone_attempts AS (
-              DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM batch) RETURNING 1
-            ),
-            gone AS (DELETE FROM deliveries WHERE id IN (SELECT id FROM batch) RETURNING 1)
-            SELECT (SELECT count(*) FROM gone_attempts)::int AS attempts, (SELECT count(*) FROM gone)::int AS deliveries
-          `.pipe(Effect.map((rows) => ({ attempts: rows[0]?.attempts ?? 0, rows: rows[0]?.deliveries ?? 0 })))
-
-        // A payment's events are its history, not its state: the payment row answers the API without them.
-        const eventsBatch = (cutoff: Date) =>
-          count(sql`
-            WITH batch AS (
-              SELECT e.id FROM events e
-              WHERE e.created_at < ${cutoff}
-                AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
-                AND EXISTS (SELECT 1 FROM payments p WHERE p.id = e.payment_id AND p.status <> 'pending')
-              ORDER BY e.created_at LIMIT ${limit}
-              FOR UPDATE SKIP LOCKED
-            ),
-            gone AS (DELETE FROM events WHERE id IN (SELECT id FROM batch) RETURNING 1)
-            SELECT count(*)::int AS n FROM gone
-          `)
-
-        const auditBatch = (cutoff: Date) =>
-          count(sql`
-            WITH gone AS (
-              DELETE FROM audit_log WHERE id IN (
-                SELECT id FROM audit_log WHERE at < ${cutoff} ORDER BY at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-              ) RETURNING 1
-            )
-            SELECT count(*)::int AS n FROM gone
-          `)
-
-        const sessionsBatch = (cutoff: Date) =>
-          count(sql`
-            WITH gone AS (
-              DELETE FROM sessions WHERE token_hash IN (
-                SELECT token_hash FROM sessions WHERE expires_at < ${cutoff}
-                ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-              ) RETURNING 1
-            )
-            SELECT count(*)::int AS n FROM gone
-          `)
-
-        const idempotencyBatch = (cutoff: Date) =>
-          count(sql`
-            WITH gone AS (
-              DELETE FROM idempotency_keys WHERE (application_id, mode, key) IN (
-                SELECT application_id, mode, key FROM idempotency_keys WHERE created_at <= ${cutoff}
-                ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-              ) RETURNING 1
-            )
-            SELECT count(*)::int AS n FROM gone
-          `)
+        const batches = statements(sql, limit)
+        const rowsOf = (
+          statement: Effect.Effect<ReadonlyArray<{ readonly n: number; readonly attempts?: number }>, SqlError.SqlError>
+        ) =>
+          Effect.map(statement, (rows) => ({ rows: Number(rows[0]?.n ?? 0), attempts: Number(rows[0]?.attempts ?? 0) }))
+        const deliveriesBatch = (cutoff: Date) => rowsOf(batches.deliveries(cutoff))
+        const eventsBatch = (cutoff: Date) => rowsOf(batches.events(cutoff))
+        const auditBatch = (cutoff: Date) => rowsOf(batches.audit(cutoff))
+        const sessionsBatch = (cutoff: Date) => rowsOf(batches.sessions(cutoff))
+        const idempotencyBatch = (cutoff: Date) => rowsOf(batches.idempotencyKeys(cutoff))
 
         /** Batches until one is not full, pausing between them; the rows (and attempts) deleted. */
         const drain = <E>(batch: Effect.Effect<{ readonly rows: number; readonly attempts?: number }, E>) =>
