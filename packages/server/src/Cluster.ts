@@ -7,7 +7,8 @@
  * It opens no HTTP listener and keeps no database connection; the kernel's connections are handed to the workers
  * round-robin by Node's cluster module. Workers share everything through PostgreSQL (and Redis when set), exactly as
  * separate processes on separate machines do: the demo seed runs under a table lock, so one worker seeds and prints
- * the banner; the delivery engine's owner lock lets one worker dispatch at a time.
+ * the banner; every worker's dispatcher claims due deliveries with `FOR UPDATE SKIP LOCKED`, so they share the
+ * webhook work without sending one twice. The sign-in and admin-token throttles stay per process (as across machines).
  *
  * Each worker gets its own metrics port (KASSA_METRICS_PORT + its index, 0-based) so that a scrape reads one
  * process, not whichever the cluster picked. A worker that dies is replaced under the same index, after a back-off
