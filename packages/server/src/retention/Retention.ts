@@ -38,6 +38,8 @@ export const defaults: RetentionOptions = {
  * The statements of one batch each, as run (exported so test/QueryPlans.test.ts and bench/retention.ts explain
  * exactly these). Each answers one row: `n` deleted (and `attempts` for deliveries).
  */
+// The deletes take their keys as an array (`= ANY (ARRAY(…))`), which reads the primary key whatever the planner
+// thinks of the batch's size; `IN (SELECT …)` was planned as a hash join over the whole table on small statistics.
 export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
   // Both deletes in one statement: the foreign key is checked at its end, when the attempts are gone.
   deliveries: (cutoff: Date) =>
@@ -48,8 +50,8 @@ export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
         ORDER BY updated_at LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       ),
-      gone_attempts AS (DELETE FROM delivery_attempts WHERE delivery_id IN (SELECT id FROM batch) RETURNING 1),
-      gone AS (DELETE FROM deliveries WHERE id IN (SELECT id FROM batch) RETURNING 1)
+      gone_attempts AS (DELETE FROM delivery_attempts WHERE delivery_id = ANY (ARRAY(SELECT id FROM batch)) RETURNING 1),
+      gone AS (DELETE FROM deliveries WHERE id = ANY (ARRAY(SELECT id FROM batch)) RETURNING 1)
       SELECT (SELECT count(*) FROM gone)::int AS n, (SELECT count(*) FROM gone_attempts)::int AS attempts
     `,
   // A payment's events are its history, not its state: the payment row answers the API without them.
@@ -63,25 +65,25 @@ export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
         ORDER BY e.created_at LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       ),
-      gone AS (DELETE FROM events WHERE id IN (SELECT id FROM batch) RETURNING 1)
+      gone AS (DELETE FROM events WHERE id = ANY (ARRAY(SELECT id FROM batch)) RETURNING 1)
       SELECT count(*)::int AS n FROM gone
     `,
   audit: (cutoff: Date) =>
     sql<{ readonly n: number }>`
       WITH gone AS (
-        DELETE FROM audit_log WHERE id IN (
+        DELETE FROM audit_log WHERE id = ANY (ARRAY(
           SELECT id FROM audit_log WHERE at < ${cutoff} ORDER BY at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-        ) RETURNING 1
+        )) RETURNING 1
       )
       SELECT count(*)::int AS n FROM gone
     `,
   sessions: (cutoff: Date) =>
     sql<{ readonly n: number }>`
       WITH gone AS (
-        DELETE FROM sessions WHERE token_hash IN (
+        DELETE FROM sessions WHERE token_hash = ANY (ARRAY(
           SELECT token_hash FROM sessions WHERE expires_at < ${cutoff}
           ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
-        ) RETURNING 1
+        )) RETURNING 1
       )
       SELECT count(*)::int AS n FROM gone
     `,
