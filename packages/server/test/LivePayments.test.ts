@@ -441,7 +441,7 @@ describe.each(databases)("live payments on %s", (database) => {
 
   it("expiry when Stripe does not answer: the payment stays pending and is tried again within a minute", async () => {
     const { payment } = await livePayment()
-    fake.inject({ method: "POST", path: /\/expire$/ }, { kind: "status", status: 503 }, 2)
+    fake.inject({ method: "POST", path: /\/expire$/ }, { kind: "status", status: 503 }, 1)
     await expireInDatabase(server, payment.id)
     await reconcile()
     await eventually(async () => (await checkoutRow(payment.id))?.last_read_at != null, "the unanswered expiry")
@@ -451,5 +451,30 @@ describe.each(databases)("live payments on %s", (database) => {
     const retryIn = new Date(String(row?.next_read_at)).getTime() - new Date(String(row?.last_read_at)).getTime()
     expect(retryIn).toBe(60_000)
     expect(row?.closing).toBe("expire")
+  })
+
+  it("a create Stripe made but did not answer in 10 s: failed at once, and its session is expired in the background", {
+    timeout: 30_000
+  }, async () => {
+    const shop = await linkedApplication(server, fake)
+    fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, { kind: "hang-after" })
+    const paymentId = await expectFailedCreate(shop.liveKey, uniqueReference("live-made-not-answered"))
+    // Stripe did make the session: it is open and payable until Kassa cleans it up.
+    const made = fake.sessions().find((session) => session.client_reference_id === paymentId)
+    expect(made?.status).toBe("open")
+    const row = await checkoutRow(paymentId)
+    expect(new Date(String(row?.next_read_at)).getTime() - new Date(String(row?.last_read_at)).getTime()).toBe(60_000)
+    await query(
+      server,
+      (sql) =>
+        sql`UPDATE provider_payments SET next_read_at = now() - interval '1 second' WHERE payment_id = ${paymentId}`
+    )
+    await reconcile()
+    await eventually(() => fake.session(String(made?.id)).status === "expired", "the session to be expired")
+    // The same request under the same key: Stripe answered the session it had made, not a second one.
+    expect(fake.sessions().filter((session) => session.client_reference_id === paymentId)).toHaveLength(1)
+    await eventually(async () => (await checkoutRow(paymentId))?.next_read_at === null, "the clean-up to be done")
+    expect(await storedStatus(server, paymentId)).toBe("failed")
+    expect(await eventNames(paymentId)).toEqual(["payment.failed"])
   })
 })

@@ -28,7 +28,12 @@ import { ApplicationRepository, type StoredApplication } from "../applications/A
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
-import { type CheckoutReading, ProviderConnector, type ProviderLinkId } from "../providers/ProviderConnector.ts"
+import {
+  type CheckoutReading,
+  type OpenRequest,
+  ProviderConnector,
+  type ProviderLinkId
+} from "../providers/ProviderConnector.ts"
 import { ProviderLinks, type StoredLink } from "../providers/ProviderLinks.ts"
 import { EventOutbox } from "./EventOutbox.ts"
 import type { Claim } from "./IdempotencyStore.ts"
@@ -83,6 +88,9 @@ export interface CheckoutView {
 
 /** Stripe's checkout window is 30 minutes to 24 hours from creation; a minute's margin covers the call's transit. */
 const providerWindow = { min: Duration.minutes(31), max: Duration.subtract(Duration.hours(24), Duration.minutes(1)) }
+
+/** How long after a create the provider did not answer its possible session is cleaned up (sent again, expired). */
+export const cleanupDelay = Duration.minutes(1)
 
 /** The payment's `expires_at` clamped to the provider's window (decisions §10). */
 export const providerExpiry = (expiresAt: DateTime.Utc, now: DateTime.Utc): DateTime.Utc => {
@@ -367,20 +375,19 @@ export class Payments extends Context.Service<
             if (Result.isFailure(refusal)) return Result.fail(refusal.failure)
             return yield* Effect.die(new Error("order reference conflict without a blocking payment"))
           }
-          const opened = yield* connector
-            .open(links.access(link), {
-              paymentId: id,
-              amount: draft.amount,
-              currency: draft.currency,
-              method: draft.method,
-              name: draft.description ?? draft.order_reference,
-              locale: draft.locale,
-              customerEmail: draft.customer.email,
-              returnUrl: `${baseUrl}/checkout/${id}/return`,
-              expiresAt: providerExpiry(transition.payment.expires_at, now),
-              idempotencyKey
-            })
-            .pipe(Effect.result)
+          const openRequest: OpenRequest = {
+            paymentId: id,
+            amount: draft.amount,
+            currency: draft.currency,
+            method: draft.method,
+            name: draft.description ?? draft.order_reference,
+            locale: draft.locale,
+            customerEmail: draft.customer.email,
+            returnUrl: `${baseUrl}/checkout/${id}/return`,
+            expiresAt: providerExpiry(transition.payment.expires_at, now),
+            idempotencyKey
+          }
+          const opened = yield* connector.open(links.access(link), openRequest).pipe(Effect.result)
           const after = yield* DateTime.now
           if (Result.isSuccess(opened) && opened.success._tag === "Opened") {
             const session = opened.success
@@ -409,7 +416,16 @@ export class Payments extends Context.Service<
                 const failed = PaymentStateMachine.settle(locked.value.payment, "failed", { now: after })
                 if (Result.isSuccess(failed)) yield* apply(locked.value, failed.success, after)
               }
-              yield* checkouts.notOpened(id, said, after)
+              // Stripe may have made a session it could not tell us about: the exact request is kept so that the
+              // reconciler can send it again under the same Idempotency-Key and expire what it gets (decisions §10).
+              yield* checkouts.notOpened(
+                id,
+                said,
+                after,
+                said._tag === "NoAnswer"
+                  ? { request: openRequest, at: DateTime.addDuration(after, cleanupDelay) }
+                  : null
+              )
             })
           )
           yield* Effect.logWarning("Live payment failed: the provider did not open a checkout").pipe(

@@ -7,7 +7,7 @@
 import { type Ids, ProviderSettlement } from "@kassa/core"
 import { Context, DateTime, type Duration, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import type { ProviderLinkId } from "./ProviderConnector.ts"
+import type { OpenRequest, ProviderLinkId } from "./ProviderConnector.ts"
 
 export interface LiveCheckout {
   readonly paymentId: Ids.PaymentId
@@ -61,7 +61,20 @@ export class LiveCheckouts extends Context.Service<
       readonly now: DateTime.Utc
     }) => Effect.Effect<void>
     /** The provider refused or did not answer: the payment is failed, what it said is kept. */
-    readonly notOpened: (paymentId: Ids.PaymentId, answer: unknown, now: DateTime.Utc) => Effect.Effect<void>
+    readonly notOpened: (
+      paymentId: Ids.PaymentId,
+      answer: unknown,
+      now: DateTime.Utc,
+      cleanup: { readonly request: OpenRequest; readonly at: DateTime.Utc } | null
+    ) => Effect.Effect<void>
+    /** Claims failed creates whose clean-up is due (SKIP LOCKED, leased like {@link claimDue}), with their request. */
+    readonly claimCleanup: (options: {
+      readonly now: DateTime.Utc
+      readonly limit: number
+      readonly lease: Duration.Duration
+    }) => Effect.Effect<ReadonlyArray<{ readonly checkout: LiveCheckout; readonly request: OpenRequest | null }>>
+    /** The clean-up is done (the session expired, or the provider says there is none): no more attempts. */
+    readonly cleanedUp: (paymentId: Ids.PaymentId, outcome: unknown, now: DateTime.Utc) => Effect.Effect<void>
     readonly find: (paymentId: Ids.PaymentId) => Effect.Effect<Option.Option<LiveCheckout>>
     readonly findBySession: (sessionId: string) => Effect.Effect<Option.Option<LiveCheckout>>
     /** The checkout visit (the first one counts for `payer`: later ones do not overwrite it). */
@@ -135,11 +148,56 @@ export class LiveCheckouts extends Context.Service<
                 checkout_expires_at = ${toDate(expiresAt)}, updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
-        notOpened: (paymentId, answer, now) =>
+        notOpened: (paymentId, answer, now, cleanup) =>
           sql`
             UPDATE provider_payments
-            SET state = 'not_opened', last_answer = ${JSON.stringify(answer)}::jsonb, last_read_at = ${toDate(now)},
+            SET state = 'not_opened',
+                last_answer = ${JSON.stringify(
+                  cleanup === null
+                    ? answer
+                    : {
+                        answer,
+                        request: { ...cleanup.request, expiresAt: DateTime.toEpochMillis(cleanup.request.expiresAt) }
+                      }
+                )}::jsonb,
+                last_read_at = ${toDate(now)},
+                next_read_at = ${cleanup === null ? null : toDate(cleanup.at)},
                 updated_at = ${toDate(now)}
+            WHERE payment_id = ${paymentId}
+          `.pipe(Effect.asVoid, Effect.orDie),
+        claimCleanup: ({ now, limit, lease }) =>
+          sql<Row>`
+            UPDATE provider_payments SET next_read_at = ${toDate(DateTime.addDuration(now, lease))}
+            WHERE payment_id IN (
+              SELECT payment_id FROM provider_payments
+              WHERE next_read_at <= ${toDate(now)} AND state = 'not_opened'
+              ORDER BY next_read_at
+              LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            )
+            RETURNING *
+          `.pipe(
+            Effect.map((rows) =>
+              rows.map((row) => {
+                const stored = (
+                  typeof row.last_answer === "string" ? JSON.parse(row.last_answer) : row.last_answer
+                ) as {
+                  readonly request?: Omit<OpenRequest, "expiresAt"> & { readonly expiresAt: number }
+                } | null
+                const request =
+                  stored?.request === undefined
+                    ? null
+                    : { ...stored.request, expiresAt: DateTime.makeUnsafe(stored.request.expiresAt) }
+                return { checkout: toCheckout(row), request }
+              })
+            ),
+            Effect.orDie
+          ),
+        cleanedUp: (paymentId, outcome, now) =>
+          sql`
+            UPDATE provider_payments
+            SET next_read_at = NULL, last_answer = last_answer || ${JSON.stringify({ cleanup: outcome })}::jsonb,
+                last_read_at = ${toDate(now)}, updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
         find: (paymentId) =>

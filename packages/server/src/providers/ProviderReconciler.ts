@@ -76,7 +76,39 @@ export class ProviderReconciler extends Context.Service<
             }),
           { concurrency: 4, discard: true }
         )
-        return due.length + expiring.length
+        // A create Stripe did not answer may still have made a session: the same request under the same
+        // Idempotency-Key gets it (or makes it), and it is expired at once, so nobody can pay a failed payment.
+        const failedCreates = yield* checkouts.claimCleanup({ now: yield* DateTime.now, limit: 100, lease })
+        yield* Effect.forEach(
+          failedCreates,
+          ({ checkout, request }) =>
+            Effect.gen(function* () {
+              const link = yield* links.find(checkout.linkId)
+              if (Option.isNone(link) || request === null) {
+                return yield* checkouts.cleanedUp(checkout.paymentId, { _tag: "Nothing" }, yield* DateTime.now)
+              }
+              const access = links.access(link.value)
+              const opened = yield* connector.open(access, request).pipe(Effect.result)
+              if (opened._tag === "Failure") {
+                // Refused (e.g. the window of expires_at has passed and no session was made then): nothing to close.
+                return yield* checkouts.cleanedUp(
+                  checkout.paymentId,
+                  { _tag: "Refused", message: opened.failure.message },
+                  yield* DateTime.now
+                )
+              }
+              if (opened.success._tag === "NoAnswer") return
+              const closed = yield* connector.close(access, opened.success.sessionId).pipe(Effect.result)
+              if (closed._tag === "Success" && closed.success._tag === "NoAnswer") return
+              yield* checkouts.cleanedUp(
+                checkout.paymentId,
+                { _tag: "Expired", sessionId: opened.success.sessionId },
+                yield* DateTime.now
+              )
+            }),
+          { concurrency: 4, discard: true }
+        )
+        return due.length + expiring.length + failedCreates.length
       }).pipe(Effect.withSpan("ProviderReconciler.reconcile"))
 
       yield* reconcile.pipe(
