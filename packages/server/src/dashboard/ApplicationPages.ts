@@ -46,6 +46,7 @@ import {
 } from "./DashboardGuard.ts"
 import { colleagueOf, membershipSet, readMemberForm } from "./MemberForm.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
+import * as ProviderQueries from "./ProviderQueries.ts"
 import * as QueryFilters from "./QueryFilters.ts"
 import { parseUserId, type User, UserRepository } from "./UserRepository.ts"
 
@@ -463,7 +464,8 @@ export const layer = Layer.unwrap(
       Effect.all({
         payment: Effect.succeed(payment),
         timeline: queries.timeline(context.application.id, payment.id),
-        requesters: queries.refundRequesters(payment.id)
+        requesters: queries.refundRequesters(payment.id),
+        provider: payment.mode === "live" ? ProviderQueries.providerPayment(sql, payment.id) : Effect.succeed(null)
       })
 
     const loadPayment = (context: InApplication, raw: string | undefined) =>

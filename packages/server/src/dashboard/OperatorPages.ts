@@ -21,6 +21,7 @@ import {
 import { DateTime, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import type { SecureRandom } from "effect/crypto"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
+import { SqlClient } from "effect/sql"
 import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
 import {
   ApplicationRepository,
@@ -50,6 +51,7 @@ import {
   type StatusAction,
   settingsValuesOf
 } from "../pages/dashboard/OperatorApplicationViews.ts"
+import { providerPage, providerPath } from "../pages/dashboard/OperatorProvider.ts"
 import { providerAccountSection } from "../pages/dashboard/OperatorProviderAccount.ts"
 import {
   auditPage,
@@ -61,6 +63,9 @@ import {
   usersPage
 } from "../pages/dashboard/OperatorViews.ts"
 import { Payments } from "../payments/Payments.ts"
+import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
+import { LiveRefunds } from "../providers/LiveRefunds.ts"
+import { ProviderConnector } from "../providers/ProviderConnector.ts"
 import { ProviderLinking } from "../providers/ProviderLinking.ts"
 import { ProviderLinks } from "../providers/ProviderLinks.ts"
 import { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
@@ -69,6 +74,7 @@ import { DashboardGuard, notFoundPage, type Posted, type Signed } from "./Dashbo
 import { membershipSet, readMemberForm } from "./MemberForm.ts"
 import { OperatorQueries } from "./OperatorQueries.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
+import * as ProviderQueries from "./ProviderQueries.ts"
 import * as QueryFilters from "./QueryFilters.ts"
 import { parseUserId, type User, type UserChanges, UserRepository } from "./UserRepository.ts"
 
@@ -90,6 +96,8 @@ export const routes = [
   { method: "POST", path: "/dashboard/operator/applications/:id/provider-account/retire" },
   { method: "GET", path: "/dashboard/operator/deliveries" },
   { method: "GET", path: "/dashboard/operator/payments" },
+  { method: "GET", path: "/dashboard/operator/provider" },
+  { method: "POST", path: "/dashboard/operator/provider/read" },
   { method: "GET", path: "/dashboard/operator/users" },
   { method: "POST", path: "/dashboard/operator/users" },
   { method: "GET", path: "/dashboard/operator/users/:id" },
@@ -113,6 +121,9 @@ const notices: ReadonlyMap<string, string> = new Map([
   ["member_removed", "The member is removed."],
   ["provider_linked", "The Stripe account is linked: Stripe accepted the key and has a webhook endpoint for it."],
   ["provider_retired", "The Stripe link is retired: new live payments are refused until another account is linked."],
+  ["provider_read", "Kassa read it from Stripe now and applied the answer."],
+  ["provider_no_answer", "Stripe did not answer (or refused): nothing changed; the background round tries again."],
+  ["provider_nothing", "There is nothing to read at Stripe for it (no checkout session or no provider refund)."],
   ["user_created", "The user is created and can sign in now."],
   ["password_set", "The new password is set; every session of the user has ended."],
   ["deactivated", "The user is deactivated: signed out everywhere, and sign-in is refused."],
@@ -232,6 +243,7 @@ const isStatus = Schema.is(Application.ApplicationStatus)
 const isMode = Schema.is(Mode.Mode)
 const parsePaymentId = Schema.decodeUnknownOption(Ids.PaymentId)
 const parseDeliveryId = Schema.decodeUnknownOption(Ids.DeliveryId)
+const parseRefundId = Schema.decodeUnknownOption(Ids.RefundId)
 
 const param = (signed: Signed, name: string, max = 200) => QueryFilters.param(signed.query, name, max)
 
@@ -263,6 +275,10 @@ export const layer = Layer.unwrap(
     const linking = yield* ProviderLinking
     const queries = yield* OperatorQueries
     const paymentService = yield* Payments
+    const checkouts = yield* LiveCheckouts
+    const liveRefunds = yield* LiveRefunds
+    const connector = yield* ProviderConnector
+    const sql = yield* SqlClient.SqlClient
     const config = yield* ServerConfig
     const random = yield* Effect.context<SecureRandom.SecureRandom>()
     const production = config.environment === "production"
@@ -679,6 +695,83 @@ export const layer = Layer.unwrap(
         })
       )
 
+    // ---- At Stripe (issue 12 §5) ---------------------------------------------------------------------------------
+
+    const provider = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) =>
+        Effect.gen(function* () {
+          const beforeText = param(signed, "before", 20)
+          const before = /^[0-9]{1,15}$/.test(beforeText) ? Number(beforeText) : undefined
+          const overdueText = param(signed, "overdue_before", 40)
+          const overdueMillis = /^[0-9]{1,15}$/.test(overdueText) ? Number(overdueText) : Number.NaN
+          const discrepancies = yield* ProviderQueries.openDiscrepancies(sql, { limit: pageSize, before })
+          const overdue = yield* ProviderQueries.overdueReads(sql, {
+            now: yield* DateTime.now,
+            limit: pageSize,
+            before: Number.isFinite(overdueMillis) ? new Date(overdueMillis) : undefined
+          })
+          const lastDiscrepancy = discrepancies.rows.at(-1)
+          const lastOverdue = overdue.rows.at(-1)
+          return respondPage(
+            providerPage({
+              viewer: signed.viewer,
+              notice: noticeOf(signed),
+              discrepancies: discrepancies.rows,
+              discrepanciesNext: discrepancies.hasMore && lastDiscrepancy !== undefined ? lastDiscrepancy.id : null,
+              overdue: overdue.rows,
+              overdueNext:
+                overdue.hasMore && lastOverdue !== undefined ? String(lastOverdue.waitingSince.getTime()) : null
+            })
+          )
+        })
+      )
+
+    /**
+     * Reads one live payment's checkout (or one live refund) from Stripe now and applies the answer as the background
+     * round would (`Payments.applyCheckoutAnswer`, `LiveRefunds.refresh`): a status change commits with its event.
+     */
+    const readNow = Effect.fn("OperatorPages.readNow")(function* (paymentId: Ids.PaymentId) {
+      const checkout = yield* checkouts.find(paymentId)
+      if (Option.isNone(checkout) || checkout.value.sessionId === null) return "provider_nothing" as const
+      const link = yield* providerLinks.find(checkout.value.linkId)
+      if (Option.isNone(link)) return "provider_nothing" as const
+      const reading = yield* connector
+        .read(providerLinks.access(link.value), checkout.value.sessionId)
+        .pipe(Effect.result)
+      if (reading._tag === "Failure" || reading.success._tag === "NoAnswer") return "provider_no_answer" as const
+      yield* paymentService.applyCheckoutAnswer({ paymentId, reading: reading.success })
+      return "provider_read" as const
+    })
+
+    const readFromProvider = (request: HttpServerRequest.HttpServerRequest) =>
+      guard.operator(request, (signed) =>
+        guard.form(signed, (form) =>
+          Effect.gen(function* () {
+            const refundId = parseRefundId(form.value("refund_id"))
+            const paymentId = parsePaymentId(form.value("payment_id"))
+            if (Option.isNone(refundId) && Option.isNone(paymentId)) return notFoundPage()
+            const found = yield* ProviderQueries.readTarget(
+              sql,
+              Option.isSome(refundId) ? { refundId: refundId.value } : { paymentId: Option.getOrThrow(paymentId) }
+            )
+            if (Option.isNone(found)) return notFoundPage()
+            const target = found.value
+            const outcome = Option.isSome(refundId)
+              ? Option.isSome(yield* liveRefunds.refresh(refundId.value))
+                ? "provider_read"
+                : "provider_nothing"
+              : yield* readNow(target.paymentId as Ids.PaymentId)
+            yield* audit.record(signed.actor, {
+              action: "provider.read_now",
+              applicationId: target.applicationId as Ids.ApplicationId,
+              target: Option.isSome(refundId) ? refundId.value : target.paymentId,
+              details: { payment_id: target.paymentId, outcome }
+            })
+            return redirect(`${providerPath}?notice=${outcome}`)
+          })
+        )
+      )
+
     // ---- Users -------------------------------------------------------------------------------------------------
 
     const showUsers = Effect.fn("OperatorPages.users")(function* (
@@ -879,6 +972,8 @@ export const layer = Layer.unwrap(
       HttpRouter.route("POST", "/dashboard/operator/applications/:id/provider-account/retire", retireProvider),
       HttpRouter.route("GET", "/dashboard/operator/deliveries", deliveries),
       HttpRouter.route("GET", "/dashboard/operator/payments", payments),
+      HttpRouter.route("GET", "/dashboard/operator/provider", provider),
+      HttpRouter.route("POST", "/dashboard/operator/provider/read", readFromProvider),
       HttpRouter.route("GET", "/dashboard/operator/users", usersList),
       HttpRouter.route("POST", "/dashboard/operator/users", createUser),
       HttpRouter.route("GET", "/dashboard/operator/users/:id", (request) =>

@@ -5,6 +5,7 @@
  */
 import { Mode, Payment, RefundRules } from "@kassa/core"
 import type { PaymentRow, TimelineEntry } from "../../dashboard/ApplicationQueries.ts"
+import type { ProviderPaymentView } from "../../dashboard/ProviderQueries.ts"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, minorDigits, noticeBlock, subheading } from "./ApplicationShared.ts"
 import {
@@ -22,6 +23,7 @@ import {
   table
 } from "./Components.ts"
 import { csrfField } from "./DashboardLayout.ts"
+import { providerSection } from "./OperatorProvider.ts"
 
 export interface PaymentFilterView {
   readonly mode: string
@@ -101,6 +103,8 @@ export interface PaymentView {
   readonly requesters: ReadonlyMap<string, string>
   readonly notice: string | null
   readonly refundForm?: RefundFormState | undefined
+  /** A live payment's checkout at Stripe (decisions §10 "Seen by operators"); null for test payments. */
+  readonly provider?: ProviderPaymentView | null | undefined
 }
 
 const personRows = (person: Readonly<Record<string, string | null>>, labels: Readonly<Record<string, string>>) =>
@@ -227,6 +231,7 @@ ${metadata === null ? "" : html`${subheading("Metadata")}<pre class="body">${met
   }</div>
 </div>
 </div>
+${view.provider === undefined || view.provider === null ? "" : providerSection(view.provider)}
 <div class="card">
 <h2>Refunds</h2>
 ${

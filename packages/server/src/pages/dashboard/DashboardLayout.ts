@@ -78,7 +78,7 @@ export type Place =
   | { readonly _tag: "Home" }
   | { readonly _tag: "Account" }
 
-export type OperatorSection = "applications" | "deliveries" | "payments" | "users" | "audit"
+export type OperatorSection = "applications" | "deliveries" | "payments" | "provider" | "users" | "audit"
 export type ApplicationSection = "overview" | "keys" | "webhooks" | "deliveries" | "payments" | "members"
 
 export interface Viewer {
@@ -91,6 +91,7 @@ const operatorLinks: ReadonlyArray<readonly [OperatorSection, string, string]> =
   ["applications", "Applications", "/dashboard/operator/applications"],
   ["deliveries", "Deliveries", "/dashboard/operator/deliveries"],
   ["payments", "Payments", "/dashboard/operator/payments"],
+  ["provider", "At Stripe", "/dashboard/operator/provider"],
   ["users", "Users", "/dashboard/operator/users"],
   ["audit", "Audit log", "/dashboard/operator/audit"]
 ]

@@ -1,0 +1,177 @@
+/**
+ * What operators see of live payments at their provider (issue 12 §5, decisions §10 "Seen by operators"): one
+ * payment's Stripe ids and last answer, the open discrepancies and the overdue reads. Read-only SQL; each list reads
+ * its partial index (`provider_discrepancies_open`, `provider_payments_due`, `provider_refunds_due`).
+ */
+import { DateTime, Duration, Effect, Option } from "effect"
+import type { SqlClient } from "effect/sql"
+
+/**
+ * A read is overdue when Kassa plans one (`next_read_at` set) but has had no answer for this long: the schedule reads
+ * every 5 minutes, so two missed reads. Not `next_read_at` itself: every failed round leases it a minute ahead.
+ */
+export const overdueAfter: Duration.Duration = Duration.minutes(10)
+
+type Row = Readonly<Record<string, unknown>>
+
+const dateOrNull = (value: unknown): Date | null =>
+  value === null || value === undefined ? null : new Date(value as Date)
+const textOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
+const answerText = (value: unknown): string | null =>
+  value === null || value === undefined ? null : typeof value === "string" ? value : JSON.stringify(value)
+
+export interface ProviderPaymentView {
+  readonly state: string
+  readonly sessionId: string | null
+  readonly paymentIntentId: string | null
+  readonly lastReadAt: Date | null
+  /** What the provider said, as stored (JSON text); shown escaped. */
+  readonly lastAnswer: string | null
+  readonly nextReadAt: Date | null
+}
+
+export const providerPayment = (sql: SqlClient.SqlClient, paymentId: string) =>
+  sql<Row>`
+    SELECT state, session_id, payment_intent_id, last_read_at, last_answer, next_read_at
+    FROM provider_payments WHERE payment_id = ${paymentId}
+  `.pipe(
+    Effect.map((rows): ProviderPaymentView | null => {
+      const row = rows[0]
+      return row === undefined
+        ? null
+        : {
+            state: String(row.state),
+            sessionId: textOrNull(row.session_id),
+            paymentIntentId: textOrNull(row.payment_intent_id),
+            lastReadAt: dateOrNull(row.last_read_at),
+            lastAnswer: answerText(row.last_answer),
+            nextReadAt: dateOrNull(row.next_read_at)
+          }
+    }),
+    Effect.orDie
+  )
+
+export interface DiscrepancyItem {
+  readonly id: string
+  readonly applicationId: string
+  readonly paymentId: string
+  readonly refundId: string | null
+  readonly kind: string
+  readonly message: string
+  readonly detectedAt: Date
+}
+
+/** Open discrepancies, newest first; `before` is the id of the last one of the previous page. */
+export const openDiscrepancies = (
+  sql: SqlClient.SqlClient,
+  options: { readonly limit: number; readonly before: number | undefined }
+) =>
+  sql<Row>`
+    SELECT d.id, d.payment_id, d.refund_id, d.kind, d.message, d.detected_at, p.application_id
+    FROM provider_discrepancies d JOIN payments p ON p.id = d.payment_id
+    WHERE d.resolved_at IS NULL
+    ${
+      options.before === undefined
+        ? sql``
+        : sql`AND (d.detected_at, d.id) < (SELECT detected_at, id FROM provider_discrepancies WHERE id = ${options.before})`
+    }
+    ORDER BY d.detected_at DESC, d.id DESC
+    LIMIT ${options.limit + 1}
+  `.pipe(
+    Effect.map((rows) => ({
+      hasMore: rows.length > options.limit,
+      rows: rows.slice(0, options.limit).map(
+        (row): DiscrepancyItem => ({
+          id: String(row.id),
+          applicationId: String(row.application_id),
+          paymentId: String(row.payment_id),
+          refundId: textOrNull(row.refund_id),
+          kind: String(row.kind),
+          message: String(row.message),
+          detectedAt: new Date(row.detected_at as Date)
+        })
+      )
+    })),
+    Effect.orDie
+  )
+
+export interface OverdueItem {
+  readonly kind: "payment" | "refund"
+  readonly applicationId: string
+  readonly paymentId: string
+  readonly refundId: string | null
+  /** The last answer, or when the wait began (the visit, the request) if Stripe never answered. */
+  readonly waitingSince: Date
+  readonly lastReadAt: Date | null
+  readonly nextReadAt: Date
+}
+
+/**
+ * Live payments and refunds whose answer is overdue by more than {@link overdueAfter}, the most recent first, at most
+ * `limit` in all; `before` (a time) pages on past the last one shown. Both read their `…_due` partial index: the
+ * rows with a planned read are the payments and refunds in flight, so the filter and sort run over few rows.
+ */
+export const overdueReads = (
+  sql: SqlClient.SqlClient,
+  options: { readonly now: DateTime.Utc; readonly limit: number; readonly before: Date | undefined }
+) =>
+  Effect.gen(function* () {
+    const cutoff = DateTime.toDateUtc(DateTime.subtractDuration(options.now, overdueAfter))
+    const strict = options.before !== undefined && options.before <= cutoff
+    const upTo = strict && options.before !== undefined ? options.before : cutoff
+    const payments = yield* sql<Row>`
+      SELECT pp.payment_id, pp.next_read_at, pp.last_read_at, p.application_id,
+             coalesce(pp.last_read_at, pp.visited_at, pp.created_at) AS waiting_since
+      FROM provider_payments pp JOIN payments p ON p.id = pp.payment_id
+      WHERE pp.next_read_at IS NOT NULL
+        AND ${strict ? sql`coalesce(pp.last_read_at, pp.visited_at, pp.created_at) < ${upTo}` : sql`coalesce(pp.last_read_at, pp.visited_at, pp.created_at) <= ${upTo}`}
+      ORDER BY waiting_since DESC
+      LIMIT ${options.limit + 1}
+    `
+    const refunds = yield* sql<Row>`
+      SELECT pr.refund_id, pr.payment_id, pr.next_read_at, pr.last_read_at, p.application_id,
+             coalesce(pr.last_read_at, pr.created_at) AS waiting_since
+      FROM provider_refunds pr JOIN payments p ON p.id = pr.payment_id
+      WHERE pr.next_read_at IS NOT NULL
+        AND ${strict ? sql`coalesce(pr.last_read_at, pr.created_at) < ${upTo}` : sql`coalesce(pr.last_read_at, pr.created_at) <= ${upTo}`}
+      ORDER BY waiting_since DESC
+      LIMIT ${options.limit + 1}
+    `
+    const item = (kind: OverdueItem["kind"], row: Row): OverdueItem => ({
+      kind,
+      applicationId: String(row.application_id),
+      paymentId: String(row.payment_id),
+      refundId: kind === "refund" ? String(row.refund_id) : null,
+      waitingSince: new Date(row.waiting_since as Date),
+      lastReadAt: dateOrNull(row.last_read_at),
+      nextReadAt: new Date(row.next_read_at as Date)
+    })
+    const all = [...payments.map((row) => item("payment", row)), ...refunds.map((row) => item("refund", row))].sort(
+      (a, b) => b.waitingSince.getTime() - a.waitingSince.getTime()
+    )
+    return { rows: all.slice(0, options.limit), hasMore: all.length > options.limit }
+  }).pipe(Effect.orDie)
+
+/** The live payment (and its application) a "read now" names: one with a provider row, by payment or refund id. */
+export const readTarget = (
+  sql: SqlClient.SqlClient,
+  target: { readonly paymentId: string } | { readonly refundId: string }
+) =>
+  ("refundId" in target
+    ? sql<Row>`
+        SELECT pr.payment_id, p.application_id FROM provider_refunds pr JOIN payments p ON p.id = pr.payment_id
+        WHERE pr.refund_id = ${target.refundId}
+      `
+    : sql<Row>`
+        SELECT pp.payment_id, p.application_id FROM provider_payments pp JOIN payments p ON p.id = pp.payment_id
+        WHERE pp.payment_id = ${target.paymentId}
+      `
+  ).pipe(
+    Effect.map((rows) => {
+      const row = rows[0]
+      return row === undefined
+        ? Option.none<{ readonly paymentId: string; readonly applicationId: string }>()
+        : Option.some({ paymentId: String(row.payment_id), applicationId: String(row.application_id) })
+    }),
+    Effect.orDie
+  )

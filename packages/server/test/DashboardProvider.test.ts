@@ -1,0 +1,192 @@
+/**
+ * What operators see of live payments at Stripe (issue 12 §5, decisions §10 "Seen by operators") over real HTTP, on
+ * both databases, with the fake Stripe behind `KASSA_STRIPE_API_URL`: a live payment's page shows its session and
+ * payment intent ids and Stripe's last answer (escaped); the operator's "At Stripe" page lists open discrepancies and
+ * overdue reads; "Read from Stripe now" settles an overdue payment Stripe says is paid (with its event), and is
+ * refused without the CSRF token and to anyone but an operator admin; another application's owner sees none of it.
+ *
+ * The pending live payment is inserted as Kassa holds one after live create (support/LivePaymentFixture.ts does the
+ * same for paid ones): its Checkout Session is made and paid at the fake Stripe, so only Kassa has not heard of it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { apiVersion } from "../src/providers/StripeConnector.ts"
+import { createUser, DashboardClient, type DashboardUser } from "./support/DashboardClient.ts"
+import { type FakeStripe, type JsonObject, startFakeStripe } from "./support/FakeStripe.ts"
+import { type LinkedApplication, linkedApplication } from "./support/LiveLink.ts"
+import { eventsOf, query } from "./support/PaymentFixtures.ts"
+import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
+
+const hostile = "<script>alert(1)</script>"
+
+describe.each(databases)("the dashboard's view of Stripe on %s", (database) => {
+  let fake: FakeStripe
+  let server: RunningServer
+  let admin: DashboardUser
+  let operatorClient: DashboardClient
+
+  beforeAll(async () => {
+    fake = await startFakeStripe({ apiVersion })
+    server = await startServer(database, { stripeApiUrl: fake.url })
+    // Stripe's events are held (never sent): these payments are the ones whose events were lost.
+    fake.hold()
+    admin = await createUser(server, { operatorAdmin: true })
+    operatorClient = await DashboardClient.signIn(server, admin)
+  })
+  afterAll(async () => {
+    await server.close()
+    await fake.close()
+  })
+
+  /** A session made at the fake Stripe with the account's key and paid there by the customer. */
+  const paidSession = async (key: string) => {
+    const response = await fetch(`${fake.url}/v1/checkout/sessions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        mode: "payment",
+        "line_items[0][price_data][currency]": "eur",
+        "line_items[0][price_data][unit_amount]": "1000",
+        "line_items[0][price_data][product_data][name]": "A live order",
+        "line_items[0][quantity]": "1",
+        success_url: "https://kassa.example/return"
+      }).toString()
+    })
+    expect(response.status).toBe(200)
+    const session = (await response.json()) as JsonObject
+    const paid = fake.pay(String(session.id), { name: "Ann Buyer", email: "ann@buyer.example" })
+    return { sessionId: String(paid.id), paymentIntentId: String(paid.payment_intent) }
+  }
+
+  /**
+   * A pending live payment Stripe last answered for two hours ago (its answer carries markup), with its next read
+   * leased an hour ahead as a failing background round leaves it — so the background does not read it meanwhile.
+   */
+  const overduePayment = async (linked: LinkedApplication) => {
+    const { sessionId, paymentIntentId } = await paidSession(linked.stripeKey)
+    const id = crypto.randomUUID()
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
+          order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
+          created_at, updated_at)
+        VALUES (${id}, ${linked.application.id}, 'live', 'pending', 1000, 0, 'EUR', 'card',
+          ${`live-${id.slice(0, 8)}`}, 'A live order',
+          ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null })}::jsonb,
+          NULL, 'en', NULL, '{}'::jsonb, now() + interval '1 hour', NULL, now(), now())
+      `
+    )
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
+          visit_ip, visit_user_agent, visited_at, next_read_at, last_read_at, last_answer, created_at, updated_at)
+        VALUES (${id}, ${linked.linkId}, 'open', ${sessionId}, ${paymentIntentId}, ${`kassa-${id}`},
+          '203.0.113.9', 'Test', now() - interval '2 hours', now() + interval '1 hour', now() - interval '2 hours',
+          ${JSON.stringify({ status: "open", note: hostile })}::jsonb, now(), now())
+      `
+    )
+    return { id, sessionId, paymentIntentId }
+  }
+
+  const statusOf = async (id: string) =>
+    String((await query(server, (sql) => sql`SELECT status FROM payments WHERE id = ${id}`))[0]?.status)
+
+  it("shows a live payment's Stripe ids and last answer, escaped, to its owner", async () => {
+    const linked = await linkedApplication(server, fake)
+    const payment = await overduePayment(linked)
+    const owner = await createUser(server, { roles: [[linked.application.id, "owner"]] })
+    const client = await DashboardClient.signIn(server, owner)
+    const page = await client.get(`/dashboard/apps/${linked.application.id}/payments/${payment.id}`)
+    expect(page.status, page.html).toBe(200)
+    expect(page.html).toContain("At Stripe")
+    expect(page.html).toContain(payment.sessionId)
+    expect(page.html).toContain(payment.paymentIntentId)
+    expect(page.html).toContain("&#60;script&#62;alert(1)&#60;/script&#62;")
+    expect(page.html).not.toContain(hostile)
+
+    // Another application's owner sees neither the payment nor the operator's page, and cannot read it now.
+    const other = await server.createApplication()
+    const stranger = await createUser(server, { roles: [[other.application.id, "owner"]] })
+    const strangerClient = await DashboardClient.signIn(server, stranger)
+    expect((await strangerClient.get(`/dashboard/apps/${linked.application.id}/payments/${payment.id}`)).status).toBe(
+      404
+    )
+    const list = await strangerClient.get("/dashboard/operator/provider")
+    expect(list.status).toBe(404)
+    expect(list.html).not.toContain(payment.id)
+    const read = await strangerClient.post("/dashboard/operator/provider/read", { payment_id: payment.id })
+    expect(read.status).toBe(404)
+    expect(await statusOf(payment.id)).toBe("pending")
+  })
+
+  it("lists open discrepancies, escaped, and leaves resolved ones out", async () => {
+    const linked = await linkedApplication(server, fake)
+    const payment = await overduePayment(linked)
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO provider_discrepancies (payment_id, kind, message, detected_at)
+        VALUES (${payment.id}, 'amount_mismatch', ${`Stripe says 999 ${hostile}`}, now()),
+               (${payment.id}, 'resolved_kind', 'already resolved', now() - interval '1 day')
+      `
+    )
+    await query(
+      server,
+      (sql) => sql`UPDATE provider_discrepancies SET resolved_at = now() WHERE kind = 'resolved_kind'`
+    )
+    const page = await operatorClient.get("/dashboard/operator/provider")
+    expect(page.status, page.html).toBe(200)
+    expect(page.html).toContain("amount_mismatch")
+    expect(page.html).toContain("Stripe says 999 &#60;script&#62;alert(1)&#60;/script&#62;")
+    expect(page.html).not.toContain(hostile)
+    expect(page.html).not.toContain("resolved_kind")
+    expect(page.html).toContain('href="/dashboard/operator/provider"')
+  })
+
+  it("reads an overdue payment from Stripe now: paid, with its event, and audited", async () => {
+    const linked = await linkedApplication(server, fake)
+    const payment = await overduePayment(linked)
+    const before = await operatorClient.get("/dashboard/operator/provider")
+    expect(before.html).toContain(payment.id)
+
+    // Without the CSRF token nothing is read.
+    const forged = await operatorClient.post(
+      "/dashboard/operator/provider/read",
+      { payment_id: payment.id },
+      { csrf: false }
+    )
+    expect(forged.status).toBe(403)
+    expect(await statusOf(payment.id)).toBe("pending")
+
+    // An owner of the payment's own application is no operator admin: 404.
+    const owner = await createUser(server, { roles: [[linked.application.id, "owner"]] })
+    const ownerClient = await DashboardClient.signIn(server, owner)
+    await ownerClient.get(`/dashboard/apps/${linked.application.id}/payments/${payment.id}`)
+    const refused = await ownerClient.post("/dashboard/operator/provider/read", { payment_id: payment.id })
+    expect(refused.status).toBe(404)
+    expect(await statusOf(payment.id)).toBe("pending")
+
+    await operatorClient.get("/dashboard/operator/provider")
+    const read = await operatorClient.post("/dashboard/operator/provider/read", { payment_id: payment.id })
+    expect(read.status, read.html).toBe(303)
+    expect(read.location).toBe("/dashboard/operator/provider?notice=provider_read")
+    expect(await statusOf(payment.id)).toBe("paid")
+    const events = await eventsOf(server, payment.id)
+    expect(events.map((event) => event.event)).toEqual(["payment.paid"])
+    const after = await operatorClient.get("/dashboard/operator/provider?notice=provider_read")
+    expect(after.html).toContain("Kassa read it from Stripe now")
+    expect(after.html).not.toContain(payment.id)
+    const [audited] = await query(
+      server,
+      (sql) =>
+        sql`SELECT actor, application_id, details FROM audit_log WHERE action = 'provider.read_now' AND target = ${payment.id}`
+    )
+    expect(audited?.actor).toBe(admin.email)
+    expect(String(audited?.application_id)).toBe(linked.application.id)
+
+    // An unknown payment is 404, not a 500.
+    const unknown = await operatorClient.post("/dashboard/operator/provider/read", { payment_id: crypto.randomUUID() })
+    expect(unknown.status).toBe(404)
+  })
+})
