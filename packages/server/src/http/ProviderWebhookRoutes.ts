@@ -8,11 +8,17 @@
  * link the event arrived at (one Stripe account linked to two applications sends every event to both endpoints).
  * Unknown event types and payments Kassa does not know get 200. When the provider does not answer the re-read, the
  * event is answered 503 and not recorded, so the provider sends it again.
+ *
+ * Refund events (`refund.created`/`updated`/`failed` name one refund; `charge.refunded` names the charge's payment
+ * intent and the refunds it carries) go to `LiveRefunds.applyProviderRefund`, one refund at a time: it reads the
+ * refund again, settles Kassa's own or records one made in Stripe's dashboard on the payment of its payment intent,
+ * only for payments this link opened; its `provider_refunds` rows make a repeated event change nothing twice.
  */
 import { Effect, Layer, Option, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Payments } from "../payments/Payments.ts"
 import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
+import { LiveRefunds } from "../providers/LiveRefunds.ts"
 import { ProviderConnector, ProviderLinkId } from "../providers/ProviderConnector.ts"
 import { ProviderLinks } from "../providers/ProviderLinks.ts"
 
@@ -32,6 +38,24 @@ export const layer = Layer.unwrap(
     const connector = yield* ProviderConnector
     const checkouts = yield* LiveCheckouts
     const payments = yield* Payments
+    const refunds = yield* LiveRefunds
+
+    /** Each refund the event names, in turn; the first the provider does not answer stops it (sent again: 503). */
+    const applyRefunds = Effect.fn("ProviderWebhooks.applyRefunds")(function* (
+      linkId: ProviderLinkId,
+      providerRefundIds: ReadonlyArray<string>,
+      paymentIntentId: string | null
+    ) {
+      let changed = false
+      for (const providerRefundId of providerRefundIds) {
+        const result = yield* refunds.applyProviderRefund({ linkId, providerRefundId, paymentIntentId })
+        if (result._tag === "NoAnswer") {
+          return answer(503, "provider_error", "The provider did not answer; send the event again.")
+        }
+        changed = changed || Option.isSome(result.payment)
+      }
+      return answer(200, "", changed ? "Applied." : "Nothing to change.")
+    })
 
     const receive = Effect.fn("ProviderWebhooks.receive")(function* (
       request: HttpServerRequest.HttpServerRequest,
@@ -46,7 +70,12 @@ export const layer = Layer.unwrap(
       const parsed = yield* connector.parseEvent(access, raw.value, request.headers).pipe(Effect.result)
       if (parsed._tag === "Failure") return answer(400, "invalid_signature", parsed.failure.message)
       const event = parsed.success
-      if (event.subject._tag !== "Checkout") return answer(200, "", "Not a checkout event; nothing to do here.")
+      if (event.subject._tag === "Refund")
+        return yield* applyRefunds(link.value.id, [event.subject.providerRefundId], null)
+      if (event.subject._tag === "Charge") {
+        return yield* applyRefunds(link.value.id, event.subject.providerRefundIds, event.subject.paymentIntentId)
+      }
+      if (event.subject._tag !== "Checkout") return answer(200, "", "Not a payment event; nothing to do here.")
       const checkout = yield* checkouts.findBySession(event.subject.sessionId)
       // Unknown to Kassa, or opened by another link (same account linked twice): nothing changes.
       if (Option.isNone(checkout) || checkout.value.linkId !== link.value.id) {

@@ -79,6 +79,14 @@ interface Reserved {
 /** What the provider said to a create call or a read. */
 type Outcome = RefundReading | NoAnswer | ProviderRefused
 
+/**
+ * What a provider event about a refund led to: applied (the payment, if one changed), or the provider did not answer
+ * the read, so the event's sender should send it again.
+ */
+export type ProviderRefundResult =
+  | { readonly _tag: "Applied"; readonly payment: Option.Option<Payment.Payment> }
+  | NoAnswer
+
 interface DueRow {
   readonly refund_id: string
   readonly payment_id: string
@@ -101,14 +109,15 @@ export class LiveRefunds extends Context.Service<
      * A provider event named a refund (`refund.created`/`updated`/`failed` name it; `charge.refunded` names the
      * payment intent too): Kassa reads it from the provider and applies what it says now. A refund Kassa asked for
      * is settled like {@link refresh}; one made in the provider's own dashboard is recorded as a `succeeded` (or
-     * pending, or failed) refund with reason "refunded at provider" and the usual event — only when the payment
-     * intent is known, as a refund event alone does not name Kassa's payment. Returns the payment, if one changed.
+     * pending, or failed) refund with reason "refunded at provider" and the usual event, on the payment of the
+     * refund's payment intent (as the provider says now, else the event's). Only refunds of payments this link
+     * opened are touched (one account linked twice sends every event to both endpoints).
      */
     readonly applyProviderRefund: (input: {
       readonly linkId: ProviderLinkId
       readonly providerRefundId: string
       readonly paymentIntentId: string | null
-    }) => Effect.Effect<Option.Option<Payment.Payment>>
+    }) => Effect.Effect<ProviderRefundResult>
     /** One round of the background fiber: every row due at `now` (default: the clock). Returns how many. */
     readonly settleDue: (options?: {
       readonly now?: DateTime.Utc | undefined
@@ -318,7 +327,8 @@ export class LiveRefunds extends Context.Service<
         return result(Option.getOrElse(settled, () => held.payment))
       })
 
-      const refreshRow = (row: DueRow) => {
+      /** Asks the provider about one row (create again while it never answered, else read); none: nothing to ask. */
+      const askRow = (row: DueRow) => {
         const refundId = Ids.RefundId.make(row.refund_id)
         return Effect.gen(function* () {
           if (row.provider_refund_id === null) {
@@ -329,12 +339,19 @@ export class LiveRefunds extends Context.Service<
               WHERE r.id = ${refundId}
             `.pipe(Effect.orDie)
             const first = amounts[0]
-            if (first === undefined || first.intent === null) return Option.none<Payment.Payment>()
-            return yield* settle(refundId, yield* create(row.link_id, refundId, first.intent, Number(first.amount)))
+            if (first === undefined || first.intent === null) return Option.none<Outcome>()
+            return Option.some(yield* create(row.link_id, refundId, first.intent, Number(first.amount)))
           }
-          return yield* settle(refundId, yield* read(row.link_id, refundId, row.provider_refund_id))
+          return Option.some(yield* read(row.link_id, refundId, row.provider_refund_id))
         })
       }
+
+      const refreshRow = (row: DueRow) =>
+        askRow(row).pipe(
+          Effect.flatMap((outcome) =>
+            Option.isNone(outcome) ? Effect.succeedNone : settle(Ids.RefundId.make(row.refund_id), outcome.value)
+          )
+        )
 
       const refresh = Effect.fn("LiveRefunds.refresh")(function* (refundId: Ids.RefundId) {
         const rows = yield* sql<DueRow>`
@@ -397,6 +414,18 @@ export class LiveRefunds extends Context.Service<
           )
           .pipe(Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die }))
 
+      const applied = (payment: Option.Option<Payment.Payment>): ProviderRefundResult => ({
+        _tag: "Applied",
+        payment
+      })
+      const nothing = applied(Option.none())
+      /** A refused read (4xx) is logged and the event answered: sending it again would be refused again. */
+      const refusedRead = (providerRefundId: string, outcome: ProviderRefused) =>
+        Effect.logWarning("The provider refused to read a refund an event named").pipe(
+          Effect.annotateLogs({ provider_refund_id: providerRefundId, provider_message: outcome.message }),
+          Effect.as(nothing)
+        )
+
       const applyProviderRefund = Effect.fn("LiveRefunds.applyProviderRefund")(function* (input: {
         readonly linkId: ProviderLinkId
         readonly providerRefundId: string
@@ -406,22 +435,36 @@ export class LiveRefunds extends Context.Service<
           SELECT refund_id, payment_id, link_id, provider_refund_id, created_at
           FROM provider_refunds WHERE provider_refund_id = ${input.providerRefundId}
         `.pipe(Effect.orDie)
-        if (known[0] !== undefined) return yield* refreshRow(known[0])
+        const row = known[0]
+        if (row !== undefined) {
+          // Another link's refund (the same account linked twice): that link's endpoint gets the event too.
+          if (row.link_id !== input.linkId) return nothing
+          const outcome = yield* askRow(row)
+          if (Option.isNone(outcome)) return nothing
+          // Kept pending with its next read set: the event is sent again, and the background round asks anyway.
+          if (outcome.value._tag === "NoAnswer") {
+            yield* settle(Ids.RefundId.make(row.refund_id), outcome.value)
+            return outcome.value
+          }
+          return applied(yield* settle(Ids.RefundId.make(row.refund_id), outcome.value))
+        }
         // Unknown: read it, under a new id for the case that it was made at the provider.
         const newId = Ids.RefundId.make(yield* random.uuidV4())
         const outcome = yield* read(input.linkId, newId, input.providerRefundId)
-        if (outcome._tag !== "Refund") return Option.none<Payment.Payment>()
+        if (outcome._tag === "NoAnswer") return outcome
+        if (outcome._tag === "ProviderRefused") return yield* refusedRead(input.providerRefundId, outcome)
         if (outcome.kassaMade) {
           // Kassa's own refund whose create call has not been answered yet: settled as its answer would be.
           const ours = yield* sql<{ refund_id: string }>`
-            SELECT refund_id FROM provider_refunds WHERE refund_id = ${outcome.refund.refund_id}
+            SELECT refund_id FROM provider_refunds
+            WHERE refund_id = ${outcome.refund.refund_id} AND link_id = ${input.linkId}
           `.pipe(Effect.orDie)
-          return ours[0] === undefined
-            ? Option.none<Payment.Payment>()
-            : yield* settle(outcome.refund.refund_id, outcome)
+          return ours[0] === undefined ? nothing : applied(yield* settle(outcome.refund.refund_id, outcome))
         }
-        if (input.paymentIntentId === null) return Option.none<Payment.Payment>()
-        return yield* recordForeign(input.linkId, input.paymentIntentId, outcome)
+        // What Stripe says now places it; the event's hint only when the refund does not say.
+        const paymentIntentId = outcome.paymentIntentId ?? input.paymentIntentId
+        if (paymentIntentId === null) return nothing
+        return applied(yield* recordForeign(input.linkId, paymentIntentId, outcome))
       })
 
       const settleDue = Effect.fn("LiveRefunds.settleDue")(function* (

@@ -111,6 +111,8 @@ export interface RefundReading {
   readonly refund: ProviderSettlement.RefundState
   /** Whether the provider's refund carried Kassa's id (false: made in the provider's own dashboard). */
   readonly kassaMade: boolean
+  /** The provider's payment the refund returns money of: places a refund made in the provider's dashboard. */
+  readonly paymentIntentId: string | null
 }
 
 /** What a verified provider event is about: a hint; Kassa reads the object again before applying anything. */

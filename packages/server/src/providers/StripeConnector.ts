@@ -122,12 +122,16 @@ const refundStatus = (status: string | null): ProviderSettlement.ProviderRefundS
 const decodeRefundId = Schema.decodeUnknownOption(Ids.RefundId)
 const parseRefundId = (value: unknown): Ids.RefundId | null => Option.getOrNull(decodeRefundId(value))
 
+const idOf = (value: string | { readonly id: string } | null | undefined): string | null =>
+  typeof value === "string" ? value : (value?.id ?? null)
+
 /** A Stripe refund in the core's vocabulary; Kassa's id from its metadata, else `unknownAs`. */
 export const refundReading = (refund: Stripe.Refund, unknownAs: Ids.RefundId): RefundReading => {
   const kassaId = parseRefundId(refund.metadata?.kassa_refund_id)
   return {
     _tag: "Refund",
     kassaMade: kassaId !== null,
+    paymentIntentId: idOf(refund.payment_intent),
     refund: {
       refund_id: kassaId ?? unknownAs,
       provider_refund_id: refund.id,
@@ -137,9 +141,6 @@ export const refundReading = (refund: Stripe.Refund, unknownAs: Ids.RefundId): R
     }
   }
 }
-
-const idOf = (value: string | { readonly id: string } | null | undefined): string | null =>
-  typeof value === "string" ? value : (value?.id ?? null)
 
 /** What an event is about (decisions §10: an event is a hint; Kassa reads the object again). */
 export const eventSubject = (event: Stripe.Event): EventSubject => {
