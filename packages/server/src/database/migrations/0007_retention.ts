@@ -9,6 +9,9 @@ import { SqlClient } from "effect/sql"
 
 export default Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  // Index builds grow with the tables: the connections' statement timeout bounds requests, not an upgrade (LOCAL ends
+  // with the migrator's transaction).
+  yield* sql`SET LOCAL statement_timeout = 0`
   yield* sql`CREATE INDEX deliveries_finished ON deliveries (updated_at) WHERE status IN ('succeeded', 'failed')`
   yield* sql`CREATE INDEX events_created ON events (created_at)`
   yield* sql`CREATE INDEX audit_log_at ON audit_log (at)`
