@@ -1,6 +1,8 @@
 /** Flags every command group shares, each falling back to its environment variable. */
 import * as Config from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Flag from "effect/cli/Flag"
+import type * as Option from "effect/Option"
 
 export const defaultBaseUrl = "http://localhost:4000"
 
@@ -33,3 +35,20 @@ export const webhookSecret = Flag.Redacted("secret").pipe(
 export const merchant = { json, baseUrl, apiKey }
 /** The flags of commands that call the operator API. */
 export const operator = { json, baseUrl, adminToken }
+
+/** The flag of the commands that run the server's own code (serve, migrate, secrets). */
+export const dataDir = Flag.String("data-dir").pipe(
+  Flag.withDescription("Where the embedded database keeps its files (env KASSA_DATA_DIR, default ./.kassa)"),
+  Flag.optional
+)
+
+/** The server's settings for those commands: the environment, with the flags given laid over their variables. */
+export const serverSettings = (flags: Readonly<Record<string, Option.Option<string>>>) =>
+  ConfigProvider.layer(
+    ConfigProvider.fromEnvRecord({
+      ...process.env,
+      ...Object.fromEntries(
+        Object.entries(flags).flatMap(([name, value]) => (value._tag === "Some" ? [[name, value.value]] : []))
+      )
+    })
+  )

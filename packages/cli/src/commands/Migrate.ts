@@ -5,29 +5,19 @@
  */
 import * as Console from "effect/Console"
 import * as Command from "effect/cli/Command"
-import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
-import { json } from "../Settings.ts"
+import { dataDir, json, serverSettings } from "../Settings.ts"
 
 export const migrate = Command.make(
   "migrate",
   {
     json,
-    dataDir: Flag.String("data-dir").pipe(
-      Flag.withDescription("Where the embedded database keeps its files (env KASSA_DATA_DIR, default ./.kassa)"),
-      Flag.optional
-    )
+    dataDir
   },
   Effect.fn("migrate")(function* ({ json, dataDir }) {
     // Loaded here, not at the top: every other command starts without the server's modules.
     const { Launch } = yield* Effect.promise(() => import("@kassa/server"))
-    const { ConfigProvider } = yield* Effect.promise(() => import("effect"))
-    const environment = ConfigProvider.layer(
-      ConfigProvider.fromEnvRecord({
-        ...process.env,
-        ...(dataDir._tag === "Some" ? { KASSA_DATA_DIR: dataDir.value } : {})
-      })
-    )
+    const environment = serverSettings({ KASSA_DATA_DIR: dataDir })
     const { applied, latest } = yield* Launch.migrate.pipe(Effect.provide(environment))
     const name = (migration: { readonly id: number; readonly name: string }) =>
       `${String(migration.id).padStart(4, "0")}_${migration.name}`

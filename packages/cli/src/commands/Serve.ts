@@ -3,11 +3,11 @@
  * and banner, logging, settings), with `--port`, `--host`, `--data-dir`, `--migrate` and `--workers` laid over the
  * environment; `--workers N` runs N processes on the port (the server's Cluster).
  */
-import * as ConfigProvider from "effect/ConfigProvider"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { dataDir, serverSettings } from "../Settings.ts"
 
 export const serve = Command.make(
   "serve",
@@ -20,10 +20,7 @@ export const serve = Command.make(
       Flag.withDescription("The address to listen on (env KASSA_HOST, default 127.0.0.1)"),
       Flag.optional
     ),
-    dataDir: Flag.String("data-dir").pipe(
-      Flag.withDescription("Where the embedded database keeps its files (env KASSA_DATA_DIR, default ./.kassa)"),
-      Flag.optional
-    ),
+    dataDir,
     migrate: Flag.Boolean("migrate").pipe(
       Flag.withDescription(
         "Apply pending migrations at start (env KASSA_MIGRATE, default true); --no-migrate serves only a schema " +
@@ -42,14 +39,13 @@ export const serve = Command.make(
   Effect.fn("serve")(function* ({ port, host, dataDir, migrate, workers }) {
     // Loaded here, not at the top: every other command starts without the server's modules.
     const { Cluster } = yield* Effect.promise(() => import("@kassa/server"))
-    const overrides: Record<string, string> = {
-      ...Option.match(port, { onNone: () => ({}), onSome: (value) => ({ KASSA_PORT: String(value) }) }),
-      ...Option.match(host, { onNone: () => ({}), onSome: (value) => ({ KASSA_HOST: value }) }),
-      ...Option.match(dataDir, { onNone: () => ({}), onSome: (value) => ({ KASSA_DATA_DIR: value }) }),
-      ...Option.match(migrate, { onNone: () => ({}), onSome: (value) => ({ KASSA_MIGRATE: String(value) }) }),
-      ...Option.match(workers, { onNone: () => ({}), onSome: (value) => ({ KASSA_WORKERS: value }) })
-    }
-    const environment = ConfigProvider.layer(ConfigProvider.fromEnvRecord({ ...process.env, ...overrides }))
+    const environment = serverSettings({
+      KASSA_PORT: Option.map(port, String),
+      KASSA_HOST: host,
+      KASSA_DATA_DIR: dataDir,
+      KASSA_MIGRATE: Option.map(migrate, String),
+      KASSA_WORKERS: workers
+    })
     // A cluster worker re-runs this same command line (node:cluster forks argv as is) and serves as one process.
     return yield* Cluster.run.pipe(Effect.provide(environment))
   })
