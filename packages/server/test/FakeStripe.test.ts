@@ -6,6 +6,7 @@
  */
 import Stripe from "stripe"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { subscribedEvents } from "../src/providers/ProviderConnector.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
@@ -62,16 +63,8 @@ let receiver: WebhookReceiver
 let stripe: Stripe
 let secret: string
 
-const events = [
-  "checkout.session.completed",
-  "checkout.session.async_payment_succeeded",
-  "checkout.session.async_payment_failed",
-  "checkout.session.expired",
-  "charge.refunded",
-  "refund.created",
-  "refund.updated",
-  "refund.failed"
-] as const
+// The endpoint subscribes to what Kassa's links subscribe to (decisions §10).
+const events = subscribedEvents
 
 beforeAll(async () => {
   receiver = await startReceiver()
