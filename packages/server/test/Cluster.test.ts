@@ -12,7 +12,7 @@
  * - two workers on the embedded database are refused, with a message naming DATABASE_URL;
  * - KASSA_WORKERS reads a number or `auto` (the cores) and refuses 0; the replacement back-off doubles to a cap.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { availableParallelism, tmpdir } from "node:os"
@@ -28,10 +28,10 @@ import * as Cluster from "../src/Cluster.ts"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import * as Database from "../src/database/Database.ts"
 import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import { type SpawnedServer, spawnServer } from "./support/ServerProcess.ts"
 import { databases, freePort, maintenance, postgresUrl, reachable } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
-const main = join(import.meta.dirname, "..", "src", "main.ts")
 const adminToken = "cluster-admin-token-0123456789abcdef"
 const secretKey = "cluster-secret-key-0123456789abcdefgh"
 const redisUrl = process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
@@ -39,27 +39,9 @@ const redisReachable = await reachable(redisUrl, 6379)
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
-interface Primary {
-  readonly child: ChildProcess
-  readonly output: () => string
-  readonly exited: Promise<number | null>
-}
+type Primary = SpawnedServer
 
-const startPrimary = (env: Record<string, string>): Primary => {
-  let output = ""
-  const child = spawn(process.execPath, ["--conditions=@kassa/source", main], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, output: () => output, exited }
-}
+const startPrimary = spawnServer
 
 /** The primary's children: its workers. */
 const workerPids = (primary: Primary): Array<number> => {

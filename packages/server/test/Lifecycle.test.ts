@@ -2,15 +2,14 @@
  * The server as an operator runs it: a process started from `src/main.ts` with settings from the
  * environment.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer, request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { type SpawnedServer, spawnServer } from "./support/ServerProcess.ts"
 import { freePort } from "./support/TestServer.ts"
 
-const main = join(import.meta.dirname, "..", "src", "main.ts")
 const dataDirs: Array<string> = []
 afterAll(() => {
   for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
@@ -22,27 +21,9 @@ const freshDataDir = () => {
   return dir
 }
 
-interface Started {
-  readonly child: ChildProcess
-  readonly output: () => string
-  readonly exited: Promise<number | null>
-}
+type Started = SpawnedServer
 
-const start = (env: Record<string, string>): Started => {
-  let output = ""
-  const child = spawn(process.execPath, ["--conditions=@kassa/source", main], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, output: () => output, exited }
-}
+const start = spawnServer
 
 /** Resolves once /healthz answers; fails at once, with what the process printed, when it exits first. */
 const waitForHealth = async (started: Started, port: number, timeoutMs = 60_000) => {

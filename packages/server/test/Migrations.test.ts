@@ -3,7 +3,7 @@
  * KASSA_MIGRATE=false serves only a schema that is exactly this build's; two processes starting together on a fresh
  * PostgreSQL database apply each migration once, and the one that waited for the lock serves a current schema.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -12,9 +12,9 @@ import { ConfigProvider, Effect, Exit, Redacted } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Database from "../src/database/Database.ts"
 import * as Launch from "../src/Launch.ts"
+import { spawnServer } from "./support/ServerProcess.ts"
 import { databases, freePort, maintenance, postgresUrl } from "./support/TestServer.ts"
 
-const main = join(import.meta.dirname, "..", "src", "main.ts")
 const cleanups: Array<() => Promise<unknown>> = []
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup()
@@ -53,25 +53,14 @@ interface Started {
 }
 
 const start = (env: Record<string, string>): Started => {
-  let output = ""
   // Its own data directory (its secrets file), as on its own machine.
   const dataDir = mkdtempSync(join(tmpdir(), "kassa-migrate-"))
   cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }))
-  const child = spawn(process.execPath, ["--conditions=@kassa/source", main], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", KASSA_DATA_DIR: dataDir, ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString()
-  })
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  const started = spawnServer({ KASSA_DATA_DIR: dataDir, ...env })
   cleanups.push(async () => {
-    if (child.exitCode === null) child.kill("SIGKILL")
+    if (started.child.exitCode === null) started.child.kill("SIGKILL")
   })
-  return { child, output: () => output, exited }
+  return started
 }
 
 /** `/readyz`'s status once the process answers it (60 s bound); throws with its output when it exits first. */

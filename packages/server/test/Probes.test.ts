@@ -4,7 +4,6 @@
  * during a drain (SIGTERM) it answers 503 while the server still serves. And a production process writes only JSON
  * lines, its start line included.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -12,6 +11,7 @@ import { Duration } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { holdDatabase } from "./support/HeldDatabase.ts"
 import { query } from "./support/PaymentFixtures.ts"
+import { spawnServer } from "./support/ServerProcess.ts"
 import { databases, freePort, startServer } from "./support/TestServer.ts"
 
 describe.each(databases)("probes on %s", (database) => {
@@ -81,25 +81,10 @@ describe.each(databases)("probes on %s", (database) => {
 })
 
 describe("a production process", () => {
-  const main = join(import.meta.dirname, "..", "src", "main.ts")
   const dataDir = mkdtempSync(join(tmpdir(), "kassa-probes-"))
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
-  const start = (env: Record<string, string>) => {
-    let output = ""
-    const child: ChildProcess = spawn(process.execPath, ["--conditions=@kassa/source", main], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    child.stdout?.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-    })
-    child.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-    })
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-    return { child, output: () => output, exited }
-  }
+  const start = spawnServer
 
   it("at SIGTERM answers /readyz 503 for KASSA_DRAIN_DELAY, exits 0, and writes only JSON lines", async () => {
     const port = await freePort()

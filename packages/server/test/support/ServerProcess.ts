@@ -48,3 +48,31 @@ export const startServerProcess = async (options: {
   await kill()
   throw new Error(`${name} did not start: ${stderr}`)
 }
+
+/** A server process a test starts and watches: what it printed, and how it ended. */
+export interface SpawnedServer {
+  readonly child: ChildProcess
+  /** Everything it wrote to stdout and stderr so far, as it came. */
+  readonly output: () => string
+  /** Its exit code (null when a signal ended it). */
+  readonly exited: Promise<number | null>
+}
+
+/**
+ * Starts `node src/main.ts` with `env` and nothing else of this process's environment but PATH and HOME, so the test
+ * run's own KASSA_* settings never leak into it. Returns at once, without waiting for it to listen.
+ */
+export const spawnServer = (env: Record<string, string>): SpawnedServer => {
+  let output = ""
+  const child = spawn(process.execPath, ["--conditions=@kassa/source", mainModule], {
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString()
+  }
+  child.stdout?.on("data", collect)
+  child.stderr?.on("data", collect)
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, output: () => output, exited }
+}
