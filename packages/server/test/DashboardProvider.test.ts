@@ -11,8 +11,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { createUser, DashboardClient, type DashboardUser } from "./support/DashboardClient.ts"
-import { type FakeStripe, type JsonObject, startFakeStripe } from "./support/FakeStripe.ts"
+import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { type LinkedApplication, linkedApplication } from "./support/LiveLink.ts"
+import { paidSession } from "./support/LivePaymentFixture.ts"
 import { eventsOf, query } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
@@ -37,32 +38,12 @@ describe.each(databases)("the dashboard's view of Stripe on %s", (database) => {
     await fake.close()
   })
 
-  /** A session made at the fake Stripe with the account's key and paid there by the customer. */
-  const paidSession = async (key: string) => {
-    const response = await fetch(`${fake.url}/v1/checkout/sessions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        mode: "payment",
-        "line_items[0][price_data][currency]": "eur",
-        "line_items[0][price_data][unit_amount]": "1000",
-        "line_items[0][price_data][product_data][name]": "A live order",
-        "line_items[0][quantity]": "1",
-        success_url: "https://kassa.example/return"
-      }).toString()
-    })
-    expect(response.status).toBe(200)
-    const session = (await response.json()) as JsonObject
-    const paid = fake.pay(String(session.id), { name: "Ann Buyer", email: "ann@buyer.example" })
-    return { sessionId: String(paid.id), paymentIntentId: String(paid.payment_intent) }
-  }
-
   /**
    * A pending live payment Stripe last answered for two hours ago (its answer carries markup), with its next read
    * leased an hour ahead as a failing background round leaves it — so the background does not read it meanwhile.
    */
   const overduePayment = async (linked: LinkedApplication) => {
-    const { sessionId, paymentIntentId } = await paidSession(linked.stripeKey)
+    const { sessionId, paymentIntentId } = await paidSession(fake, linked.stripeKey)
     const id = crypto.randomUUID()
     await query(
       server,

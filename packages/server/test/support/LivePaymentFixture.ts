@@ -33,7 +33,7 @@ export const linkedApplication = async (server: RunningServer, fake: FakeStripe)
 }
 
 /** A Checkout Session created at the fake Stripe with the account's key, then paid by the customer. */
-const paidSession = async (fake: FakeStripe, key: string, amount: number) => {
+export const paidSession = async (fake: FakeStripe, key: string, amount = 1000) => {
   const response = await fetch(`${fake.url}/v1/checkout/sessions`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
