@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { AuditLog } from "../src/dashboard/AuditLog.ts"
+import { AuditLog } from "../src/audit/AuditLog.ts"
 import { createUser, DashboardClient, type DashboardUser } from "./support/DashboardClient.ts"
 import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
 

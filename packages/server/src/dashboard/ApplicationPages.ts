@@ -35,7 +35,7 @@ import { LiveRefunds } from "../providers/LiveRefunds.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
 import * as ApplicationQueries from "./ApplicationQueries.ts"
-import { AuditLog } from "./AuditLog.ts"
+import { AuditLog } from "../audit/AuditLog.ts"
 import {
   DashboardGuard,
   forbiddenPage,
@@ -48,7 +48,7 @@ import { colleagueOf, membershipSet, readMemberForm } from "./MemberForm.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
 import * as ProviderQueries from "./ProviderQueries.ts"
 import * as QueryFilters from "./QueryFilters.ts"
-import { parseUserId, type User, UserRepository } from "./UserRepository.ts"
+import { parseUserId, type User, UserRepository } from "../users/UserRepository.ts"
 
 const base = "/dashboard/apps/:id"
 

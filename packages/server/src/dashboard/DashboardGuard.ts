@@ -14,9 +14,9 @@ import { plainDocument, type Viewer } from "../pages/dashboard/DashboardLayout.t
 import { html } from "../pages/Html.ts"
 import { respond } from "../pages/Layout.ts"
 import * as CsrfToken from "../security/CsrfToken.ts"
-import type { Actor } from "./AuditLog.ts"
-import { cookieName, type Session, SessionStore } from "./SessionStore.ts"
-import { UserRepository } from "./UserRepository.ts"
+import type { Actor } from "../audit/AuditLog.ts"
+import { cookieName, type Session, SessionStore } from "../users/SessionStore.ts"
+import { UserRepository } from "../users/UserRepository.ts"
 
 /** A signed-in request. */
 export interface Signed {

@@ -16,8 +16,8 @@ import { DateTime, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { ClientAddress } from "../auth/ClientAddress.ts"
-import { AuditLog, AuditSubject } from "../dashboard/AuditLog.ts"
-import { addressKey } from "../dashboard/SignInThrottle.ts"
+import { AuditLog, AuditSubject } from "../audit/AuditLog.ts"
+import { addressKey } from "../users/SignInThrottle.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
 export const bearer = HttpApiSecurity.bearer.pipe(

@@ -15,8 +15,8 @@ import {
 } from "../applications/ApplicationRepository.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
-import { AuditLog, nameApplication } from "../dashboard/AuditLog.ts"
-import { type Membership, parseUserId, type User, UserRepository } from "../dashboard/UserRepository.ts"
+import { AuditLog, nameApplication } from "../audit/AuditLog.ts"
+import { type Membership, parseUserId, type User, UserRepository } from "../users/UserRepository.ts"
 import { LiveRefunds } from "../providers/LiveRefunds.ts"
 import {
   type EndpointRefused,

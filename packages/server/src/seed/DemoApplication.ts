@@ -17,7 +17,7 @@ import { SqlClient } from "effect/sql"
 import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
 import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
-import { UserRepository } from "../dashboard/UserRepository.ts"
+import { UserRepository } from "../users/UserRepository.ts"
 import { ServerSecrets, secretsFile } from "../security/ServerSecrets.ts"
 
 /** What the first start created; the key and secret exist in clear only here. */

@@ -4,7 +4,7 @@
  * escaped; the password fields are never filled back in.
  */
 import type { DateTime } from "effect"
-import type { Membership } from "../../dashboard/UserRepository.ts"
+import type { Membership } from "../../users/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { alert, field, formatTime, pageHead, table } from "./Components.ts"
 import { csrfField, respondPage, type Viewer } from "./DashboardLayout.ts"

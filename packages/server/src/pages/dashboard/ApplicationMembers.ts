@@ -5,7 +5,7 @@
  * application page. Templates only: every value goes through `html`, so it is escaped.
  */
 import { DashboardAccess } from "@kassa/core"
-import type { Member } from "../../dashboard/UserRepository.ts"
+import type { Member } from "../../users/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, confirmCard, noticeBlock } from "./ApplicationShared.ts"
 import { alert, deactivatedBadge, field, linkButton, pageHead, select, table } from "./Components.ts"

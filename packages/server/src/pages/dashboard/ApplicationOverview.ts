@@ -1,5 +1,5 @@
 /** An application's overview: its status, the last 30 days by mode, where to go next, its settings and members. */
-import type { Member } from "../../dashboard/UserRepository.ts"
+import type { Member } from "../../users/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { membersTable } from "./ApplicationMembers.ts"
 import { type AppFrame, appPage, appPath } from "./ApplicationShared.ts"

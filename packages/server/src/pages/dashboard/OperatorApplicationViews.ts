@@ -5,7 +5,7 @@
  */
 import type { Application } from "@kassa/core"
 import type { ApiKeyRecord } from "../../applications/ApiKeyRepository.ts"
-import type { Member } from "../../dashboard/UserRepository.ts"
+import type { Member } from "../../users/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { type MemberForm, memberFields } from "./ApplicationMembers.ts"
 import {

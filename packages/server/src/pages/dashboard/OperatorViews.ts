@@ -3,7 +3,7 @@
  * dashboard users, and the audit log; plus the pieces the operator's application pages share with them (the page
  * frame, field messages). Templates only: every value goes through `html`, so it is escaped.
  */
-import type { Membership } from "../../dashboard/UserRepository.ts"
+import type { Membership } from "../../users/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import {
   accountBadge,

@@ -8,7 +8,7 @@ import { Credentials, type DashboardAccess, Ids } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { fromRow as applicationOfRow, type StoredApplication } from "../applications/ApplicationRepository.ts"
-import * as PasswordHash from "../security/PasswordHash.ts"
+import * as PasswordHash from "./PasswordHash.ts"
 import * as SignInThrottle from "./SignInThrottle.ts"
 
 export const UserId = Schema.String.pipe(Schema.brand("UserId"))
@@ -146,7 +146,7 @@ export class UserRepository extends Context.Service<
     readonly setRole: (id: UserId, applicationId: Ids.ApplicationId, role: DashboardAccess.Role) => Effect.Effect<void>
     readonly removeMembership: (id: UserId, applicationId: Ids.ApplicationId) => Effect.Effect<boolean>
   }
->()("@kassa/server/dashboard/UserRepository") {
+>()("@kassa/server/users/UserRepository") {
   static readonly layer = Layer.effect(
     UserRepository,
     Effect.gen(function* () {

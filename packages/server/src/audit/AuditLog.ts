@@ -5,8 +5,8 @@
 import { type Ids, Text } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { likeLiteral } from "./QueryFilters.ts"
-import type { UserId } from "./UserRepository.ts"
+import { likeLiteral } from "../dashboard/QueryFilters.ts"
+import type { UserId } from "../users/UserRepository.ts"
 
 export interface Actor {
   /** The user's e-mail address, or "admin token". */
@@ -64,7 +64,7 @@ export class AuditLog extends Context.Service<
     /** Every action the log holds, in order (the audit page's filter). */
     readonly actions: Effect.Effect<ReadonlyArray<string>>
   }
->()("@kassa/server/dashboard/AuditLog") {
+>()("@kassa/server/audit/AuditLog") {
   static readonly layer = Layer.effect(
     AuditLog,
     Effect.gen(function* () {

@@ -37,7 +37,7 @@ export class SessionStore extends Context.Service<
     /** Whether `candidate` is the CSRF token of `session`. */
     readonly verifyCsrf: (session: Session, candidate: string | undefined) => boolean
   }
->()("@kassa/server/dashboard/SessionStore") {
+>()("@kassa/server/users/SessionStore") {
   static readonly layer = Layer.effect(
     SessionStore,
     Effect.gen(function* () {
