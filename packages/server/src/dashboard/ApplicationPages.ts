@@ -20,6 +20,7 @@ import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/h
 import { SqlClient } from "effect/sql"
 import { type ApiKeyRecord, ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
 import { ApplicationRepository } from "../applications/ApplicationRepository.ts"
+import { AuditLog } from "../audit/AuditLog.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { insecureInProduction, WebhookUrl } from "../operator/OperatorSchemas.ts"
 import * as DeliveryPages from "../pages/dashboard/ApplicationDeliveries.ts"
@@ -32,10 +33,10 @@ import * as WebhookPages from "../pages/dashboard/ApplicationWebhooks.ts"
 import { formatAmount } from "../pages/dashboard/Components.ts"
 import { Payments } from "../payments/Payments.ts"
 import { LiveRefunds } from "../providers/LiveRefunds.ts"
+import { parseUserId, type User, UserRepository } from "../users/UserRepository.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
 import * as ApplicationQueries from "./ApplicationQueries.ts"
-import { AuditLog } from "../audit/AuditLog.ts"
 import {
   DashboardGuard,
   forbiddenPage,
@@ -48,7 +49,6 @@ import { colleagueOf, membershipSet, readMemberForm } from "./MemberForm.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
 import * as ProviderQueries from "./ProviderQueries.ts"
 import * as QueryFilters from "./QueryFilters.ts"
-import { parseUserId, type User, UserRepository } from "../users/UserRepository.ts"
 
 const base = "/dashboard/apps/:id"
 

@@ -4,10 +4,10 @@
  */
 import { DashboardAccess, type Ids } from "@kassa/core"
 import { Effect, Option, Result, Schema } from "effect"
-import type * as MemberPages from "../pages/dashboard/ApplicationMembers.ts"
 import type { Entry } from "../audit/AuditLog.ts"
-import type { Posted } from "./DashboardGuard.ts"
+import type * as MemberPages from "../pages/dashboard/ApplicationMembers.ts"
 import type { User, UserId, UserRepository } from "../users/UserRepository.ts"
+import type { Posted } from "./DashboardGuard.ts"
 
 const isRole = Schema.is(DashboardAccess.Role)
 

@@ -29,6 +29,7 @@ import {
   type StoredApplication,
   toApplication
 } from "../applications/ApplicationRepository.ts"
+import { AuditLog } from "../audit/AuditLog.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import {
   CreateApplicationBody,
@@ -68,15 +69,14 @@ import { LiveRefunds } from "../providers/LiveRefunds.ts"
 import { ProviderConnector } from "../providers/ProviderConnector.ts"
 import { ProviderLinking } from "../providers/ProviderLinking.ts"
 import { ProviderLinks } from "../providers/ProviderLinks.ts"
+import { parseUserId, type User, type UserChanges, UserRepository } from "../users/UserRepository.ts"
 import { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
-import { AuditLog } from "../audit/AuditLog.ts"
 import { DashboardGuard, notFoundPage, type Posted, type Signed } from "./DashboardGuard.ts"
 import { membershipSet, readMemberForm } from "./MemberForm.ts"
 import { OperatorQueries } from "./OperatorQueries.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
 import * as ProviderQueries from "./ProviderQueries.ts"
 import * as QueryFilters from "./QueryFilters.ts"
-import { parseUserId, type User, type UserChanges, UserRepository } from "../users/UserRepository.ts"
 
 const base = "/dashboard/operator"
 const applicationsPath = `${base}/applications`

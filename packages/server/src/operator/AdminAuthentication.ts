@@ -15,10 +15,10 @@ import { ApiError, ErrorEnvelope, type Ids, LoginThrottle } from "@kassa/core"
 import { DateTime, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
-import { ClientAddress } from "../auth/ClientAddress.ts"
 import { AuditLog, AuditSubject } from "../audit/AuditLog.ts"
-import { addressKey } from "../users/SignInThrottle.ts"
+import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
+import { addressKey } from "../users/SignInThrottle.ts"
 
 export const bearer = HttpApiSecurity.bearer.pipe(
   HttpApiSecurity.annotateMerge(

@@ -13,10 +13,9 @@ import {
   type StoredApplication,
   toApplication
 } from "../applications/ApplicationRepository.ts"
+import { AuditLog, nameApplication } from "../audit/AuditLog.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
-import { AuditLog, nameApplication } from "../audit/AuditLog.ts"
-import { type Membership, parseUserId, type User, UserRepository } from "../users/UserRepository.ts"
 import { LiveRefunds } from "../providers/LiveRefunds.ts"
 import {
   type EndpointRefused,
@@ -25,6 +24,7 @@ import {
   type ProviderUnavailable
 } from "../providers/ProviderLinking.ts"
 import { ProviderLinks, toView } from "../providers/ProviderLinks.ts"
+import { type Membership, parseUserId, type User, UserRepository } from "../users/UserRepository.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
 import * as AdminAuthentication from "./AdminAuthentication.ts"

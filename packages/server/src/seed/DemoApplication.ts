@@ -17,8 +17,8 @@ import { SqlClient } from "effect/sql"
 import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
 import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
-import { UserRepository } from "../users/UserRepository.ts"
 import { ServerSecrets, secretsFile } from "../security/ServerSecrets.ts"
+import { UserRepository } from "../users/UserRepository.ts"
 
 /** What the first start created; the key and secret exist in clear only here. */
 export interface Seeded {
