@@ -2,6 +2,7 @@
  * What the commands print, and how they fail. Results go to stdout: JSON with `--json` (for scripts), aligned
  * tables otherwise. Errors go to stderr, or to stdout as `{"error":{…}}` with `--json`, and carry the exit code.
  */
+import { Money } from "@kassa/core"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -88,4 +89,5 @@ export const failure = (message: string, details?: Readonly<Record<string, unkno
   new CommandFailure({ exitCode: ExitCode.failure, message, details })
 
 /** `1250` in `EUR` as `12.50 EUR`. */
-export const money = (amount: number, currency: string) => `${(amount / 100).toFixed(2)} ${currency}`
+/** Minor units in major units with the code; the currency decides the digits (JPY has none). */
+export const money = Money.formatPlain

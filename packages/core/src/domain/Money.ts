@@ -28,3 +28,33 @@ export type Method = typeof Method.Type
 /** A checkout language: `ll` or `ll-CC` (`en`, `nl-NL`). */
 export const Locale = Schema.String.check(Schema.isPattern(/^[a-z]{2}(-[A-Z]{2})?$/, { expected: "ll or ll-CC" }))
 export type Locale = typeof Locale.Type
+
+/**
+ * How many digits a currency's minor unit has: 2 for EUR, 0 for JPY, 3 for KWD. Amounts are stored in the minor
+ * unit, so dividing by 100 everywhere would show ¥1,000 as ¥10. ICU's ISO 4217 table decides; a code it does not know
+ * (but is well formed) gets ICU's default of 2.
+ */
+export const minorUnitDigits = (currency: string): number => {
+  try {
+    return new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits ?? 2
+  } catch {
+    return 2
+  }
+}
+
+/** An amount in minor units as a person reads it: `format(1050, "EUR", "nl-NL")` is `€ 10,50`. */
+export const format = (amount: number, currency: string, locale = "en"): string => {
+  const digits = minorUnitDigits(currency)
+  try {
+    return new Intl.NumberFormat(locale, { style: "currency", currency }).format(amount / 10 ** digits)
+  } catch {
+    // A locale ICU cannot use still shows the right number, without the locale's symbols.
+    return `${(amount / 10 ** digits).toFixed(digits)} ${currency}`
+  }
+}
+
+/** The amount in major units with its code, locale-free for logs and terminals: `10.50 EUR`, `1000 JPY`. */
+export const formatPlain = (amount: number, currency: string): string => {
+  const digits = minorUnitDigits(currency)
+  return `${(amount / 10 ** digits).toFixed(digits)} ${currency}`
+}

@@ -3,20 +3,12 @@
  * Let-it-expire, the outcome or current status otherwise. Everything shown is escaped (Html.ts); the page
  * needs no JavaScript.
  */
-import type { Payment } from "@kassa/core"
+import { Money, type Payment } from "@kassa/core"
 import { type Html, html } from "./Html.ts"
 import { page } from "./Layout.ts"
 
-/** An amount in minor units, formatted for the payment's locale and currency (JPY has no decimals, …). */
-export const formatAmount = (amount: number, currency: string, locale: string): string => {
-  try {
-    const format = new Intl.NumberFormat(locale, { style: "currency", currency })
-    const digits = format.resolvedOptions().maximumFractionDigits ?? 2
-    return format.format(amount / 10 ** digits)
-  } catch {
-    return `${(amount / 100).toFixed(2)} ${currency}`
-  }
-}
+/** An amount in minor units for the payment's locale and currency (JPY has no decimals, …): the core decides. */
+export const formatAmount = Money.format
 
 const statusText: Record<Payment.PaymentStatus, string> = {
   pending: "Waiting for payment",
