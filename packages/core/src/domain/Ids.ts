@@ -32,3 +32,7 @@ export const EventId = Schema.String.check(
   Schema.isPattern(/^evt_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { expected: "evt_<uuid>" })
 ).pipe(Schema.brand("EventId"))
 export type EventId = typeof EventId.Type
+
+/** Identifier of a dashboard user: a lower-case UUID. */
+export const UserId = lowerUuid.pipe(Schema.brand("UserId"))
+export type UserId = typeof UserId.Type

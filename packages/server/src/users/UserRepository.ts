@@ -11,8 +11,8 @@ import { fromRow as applicationOfRow, type StoredApplication } from "../applicat
 import * as PasswordHash from "./PasswordHash.ts"
 import * as SignInThrottle from "./SignInThrottle.ts"
 
-export const UserId = Schema.String.pipe(Schema.brand("UserId"))
-export type UserId = typeof UserId.Type
+export const UserId = Ids.UserId
+export type UserId = Ids.UserId
 
 export interface User {
   readonly id: UserId
@@ -109,7 +109,7 @@ const publicUser = ({ passwordHash: _hash, ...user }: StoredUser): User => user
 /** The user of a `users` row (for queries that read users together with something else). */
 export const userOfRow = (row: Record<string, unknown>): User => publicUser(userFromRow(row))
 
-export const parseUserId = Schema.decodeUnknownOption(UserId.check(Schema.isUUID()))
+export const parseUserId = Schema.decodeUnknownOption(Ids.UserId)
 
 export class UserRepository extends Context.Service<
   UserRepository,

@@ -8,8 +8,8 @@
  * - Results are written in batches, one transaction each. A delivery's schedule is updated only by the holder of its
  *   current claim (token compare-and-set); every attempt is recorded, numbered in order under the delivery's row lock.
  */
-import { Ids, type Mode, type WebhookEvent } from "@kassa/core"
-import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
+import { Delivery, Ids, type Mode, type WebhookEvent } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { WebhookSecrets } from "../applications/ApplicationRepository.ts"
 import * as SecretBox from "../security/SecretBox.ts"
@@ -18,7 +18,6 @@ import { ServerSecrets } from "../security/ServerSecrets.ts"
 /** `classid` of the dispatchers' advisory locks (`objid` is the owner). "KASS" in ASCII. */
 export const ownerLockClass = 0x4b415353
 
-/** Where a delivery stands: still scheduled, delivered, or given up on. */
 /** A due delivery not attempted within this many seconds counts as overdue: the engine is behind. */
 export const overdueAfterSeconds = 60
 
@@ -27,8 +26,8 @@ export interface Backlog {
   readonly overdue: number
 }
 
-export const DeliveryStatus = Schema.Literals(["pending", "succeeded", "failed"])
-export type DeliveryStatus = typeof DeliveryStatus.Type
+export const DeliveryStatus = Delivery.DeliveryStatus
+export type DeliveryStatus = Delivery.DeliveryStatus
 export type AttemptKind = "scheduled" | "manual"
 
 /** A delivery claimed for one attempt. */
