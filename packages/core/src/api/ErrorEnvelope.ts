@@ -44,18 +44,18 @@ const responseDescription = (code: ApiError.ErrorCode, description: string) => (
 
 /**
  * The envelope schema of an error whose wire object is its fields minus `_tag`, plus `code` (every class but
- * `RateLimited` and `HttpError`, whose internal fields steer the HTTP answer instead).
+ * `RateLimited` and `HttpError`, whose internal fields steer the HTTP answer instead). Code, status and description
+ * come from the catalogue.
  *
  * The reshaping is structural (rename `_tag` to `code`, nest under `error`). TypeScript cannot follow rest and spread
  * through generic field types, hence the two casts; "envelope equals toWire" in the tests covers every class.
  */
-const envelope = <const T extends Exclude<Tag, "HttpError" | "RateLimited">, S extends ErrorClass<T>>(
-  tag: T,
-  errorClass: S,
-  description: string
-) => {
-  const code: (typeof ApiError.catalogue)[T]["code"] = ApiError.catalogue[tag].code
-  const status = ApiError.catalogue[tag].status
+const envelope = <const T extends EnvelopeTag, S extends ErrorClass<T>>(tag: T, errorClass: S) => {
+  const { code, status, description } = ApiError.catalogue[tag] as {
+    readonly code: (typeof ApiError.catalogue)[T]["code"]
+    readonly status: number
+    readonly description: string
+  }
   const { _tag: _, ...added } = errorClass.fields
   const Wire = wireOf(tag, code, added, description)
   type Wire = typeof Wire.Type
@@ -74,161 +74,42 @@ const envelope = <const T extends Exclude<Tag, "HttpError" | "RateLimited">, S e
   ).annotate(responseDescription(code, description))
 }
 
-// --- 401 / 403: authentication (decisions §5 check order) ---------------------------------------------------------
+/** The tags with an {@link envelope}. */
+type EnvelopeTag = Exclude<Tag, "HttpError" | "RateLimited">
 
-export const Unauthenticated = envelope(
-  "Unauthenticated",
-  ApiError.Unauthenticated,
-  "No `Authorization: Bearer` header, or an empty token."
-)
-export const InvalidApiKey = envelope("InvalidApiKey", ApiError.InvalidApiKey, "Key unknown, revoked or rolled.")
-export const ApplicationDisabled = envelope(
-  "ApplicationDisabled",
-  ApiError.ApplicationDisabled,
-  "The application is switched off."
-)
-export const ApplicationPendingReview = envelope(
-  "ApplicationPendingReview",
-  ApiError.ApplicationPendingReview,
-  "The application is not yet activated."
-)
-export const ApplicationSuspended = envelope(
-  "ApplicationSuspended",
-  ApiError.ApplicationSuspended,
-  "The application is suspended."
-)
-export const IpNotAllowed = envelope(
-  "IpNotAllowed",
-  ApiError.IpNotAllowed,
-  "The request came from an address outside the application's IP allow-list."
-)
+type Envelope<T extends EnvelopeTag> = (typeof ApiError.catalogue)[T]["error"] extends infer S extends ErrorClass<T>
+  ? ReturnType<typeof envelope<T, S>>
+  : never
 
-// --- 404 / 409 ----------------------------------------------------------------------------------------------------
-
-export const NotFound = envelope(
-  "NotFound",
-  ApiError.NotFound,
-  "No payment with this id for this application in this mode, or an unknown path."
-)
-export const OrderReferenceAlreadyPaid = envelope(
-  "OrderReferenceAlreadyPaid",
-  ApiError.OrderReferenceAlreadyPaid,
-  "The `order_reference` already has a pending, paid or refunded payment; `payment_id` names it."
-)
-export const IdempotencyKeyReused = envelope(
-  "IdempotencyKeyReused",
-  ApiError.IdempotencyKeyReused,
-  "The `Idempotency-Key` was used before with a different body or on another endpoint."
-)
-export const PaymentNotCancellable = envelope(
-  "PaymentNotCancellable",
-  ApiError.PaymentNotCancellable,
-  "Only a pending payment can be cancelled; `status` is the payment's current status."
-)
-export const PaymentNotRefundable = envelope(
-  "PaymentNotRefundable",
-  ApiError.PaymentNotRefundable,
-  "Only a paid or partially refunded payment can be refunded; `status` is the payment's current status."
-)
-export const PaymentNotPending = envelope(
-  "PaymentNotPending",
-  ApiError.PaymentNotPending,
-  "Only a pending payment can be simulated; `status` is the payment's current status."
-)
-export const PaymentBusy = envelope(
-  "PaymentBusy",
-  ApiError.PaymentBusy,
-  "The payment is being updated at this moment; retry after a few seconds."
-)
-
-/**
- * 409 `idempotency_request_in_progress`. Decisions §4 also wants `Retry-After: 1`, but HttpApi refuses a response
- * with headers next to other responses of the same status (every 409 here), so the server adds that header.
- */
-export const IdempotencyRequestInProgress = envelope(
-  "IdempotencyRequestInProgress",
-  ApiError.IdempotencyRequestInProgress,
-  "The first request with this `Idempotency-Key` is still running; retry after `Retry-After` (1) seconds."
-)
-
-// --- 422 ----------------------------------------------------------------------------------------------------------
-
-export const ValidationFailed = envelope(
-  "ValidationFailed",
-  ApiError.ValidationFailed,
-  "One or more fields are invalid; `fields` maps each invalid field to its messages, all reported at once."
-)
-export const MethodRequired = envelope(
-  "MethodRequired",
-  ApiError.MethodRequired,
-  "The application offers several methods and `method` was not sent."
-)
-export const MethodNotEnabled = envelope(
-  "MethodNotEnabled",
-  ApiError.MethodNotEnabled,
-  "The method is not enabled for the application, or none is."
-)
-export const AmountBelowMinimum = envelope(
-  "AmountBelowMinimum",
-  ApiError.AmountBelowMinimum,
-  "`amount` is below the application's minimum, given as `min_amount`."
-)
-export const AmountAboveMaximum = envelope(
-  "AmountAboveMaximum",
-  ApiError.AmountAboveMaximum,
-  "`amount` is above the application's maximum, given as `max_amount`."
-)
-export const ReturnUrlNotAllowed = envelope(
-  "ReturnUrlNotAllowed",
-  ApiError.ReturnUrlNotAllowed,
-  "The host of `return_url` differs from the application's return-URL host."
-)
-export const RefundAmountExceedsRefundable = envelope(
-  "RefundAmountExceedsRefundable",
-  ApiError.RefundAmountExceedsRefundable,
-  "The refund is larger than what remains refundable, given as `refundable_amount`."
-)
-export const RefundsProcessedManually = envelope(
-  "RefundsProcessedManually",
-  ApiError.RefundsProcessedManually,
-  "A live key asked for a refund; live refunds are requested from the dashboard (see `docs_url`)."
-)
+const envelopes = Object.fromEntries(
+  Object.entries(ApiError.catalogue).flatMap(([tag, row]) =>
+    tag === "HttpError" || tag === "RateLimited" ? [] : [[tag, envelope(tag as EnvelopeTag, row.error as never)]]
+  )
+) as unknown as { readonly [T in EnvelopeTag]: Envelope<T> }
 
 // --- 429 ----------------------------------------------------------------------------------------------------------
 
-const rateLimitedDescription = "More requests in a minute than this key may make; retry after `Retry-After` seconds."
+const rateLimited = ApiError.catalogue.RateLimited
 
 /** 429 with `Retry-After` in whole seconds; `retryAfterSeconds` travels in the header, not in the body. */
 export const RateLimited = ApiError.RateLimited.pipe(
   HttpApiSchema.encodeToWithHeaders(
     {
-      body: wireOf(
-        "RateLimited",
-        ApiError.catalogue.RateLimited.code,
-        { message: Schema.String },
-        rateLimitedDescription
-      ).pipe(HttpApiSchema.status(ApiError.catalogue.RateLimited.status)),
+      body: wireOf("RateLimited", rateLimited.code, { message: Schema.String }, rateLimited.description).pipe(
+        HttpApiSchema.status(rateLimited.status)
+      ),
       headers: { "retry-after": Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)) }
     },
     {
       decode: ({ body, headers }) =>
         new ApiError.RateLimited({ message: body.error.message, retryAfterSeconds: headers["retry-after"] }),
       encode: (error) => ({
-        body: { error: { code: ApiError.catalogue.RateLimited.code, message: error.message } },
+        body: { error: { code: rateLimited.code, message: error.message } },
         headers: { "retry-after": error.retryAfterSeconds }
       })
     }
   )
-).annotate(responseDescription(ApiError.catalogue.RateLimited.code, rateLimitedDescription))
-
-// --- 5xx ----------------------------------------------------------------------------------------------------------
-
-export const ProviderError = envelope(
-  "ProviderError",
-  ApiError.ProviderError,
-  "The provider refused or did not answer. On create the payment now exists as `failed`, named by `payment_id`."
-)
-export const ServerError = envelope("ServerError", ApiError.ServerError, "A failure on the service side.")
+).annotate(responseDescription(rateLimited.code, rateLimited.description))
 
 // --- http_error ---------------------------------------------------------------------------------------------------
 
@@ -240,7 +121,7 @@ const HttpErrorWire = wireOf(
   "HttpError",
   ApiError.catalogue.HttpError.code,
   { message: Schema.String },
-  "Any other HTTP error: 400 body is not JSON, 405 wrong method, 413 body too large, 415 body not sent as JSON."
+  ApiError.catalogue.HttpError.description
 )
 
 const httpError = (status: HttpErrorStatus, description: string) =>
@@ -272,7 +153,10 @@ export const httpErrors = {
 } as const satisfies Record<HttpErrorStatus, Schema.Top>
 
 /** The envelope schema of every error except `HttpError` (see {@link httpErrors}), by tag. */
-export const byTag = {
+export const byTag = { ...envelopes, RateLimited } as const satisfies Record<Exclude<Tag, "HttpError">, Schema.Top>
+
+// Named, for the endpoint declarations.
+export const {
   Unauthenticated,
   InvalidApiKey,
   ApplicationDisabled,
@@ -295,7 +179,6 @@ export const byTag = {
   ReturnUrlNotAllowed,
   RefundAmountExceedsRefundable,
   RefundsProcessedManually,
-  RateLimited,
   ProviderError,
   ServerError
-} as const satisfies Record<Exclude<Tag, "HttpError">, Schema.Top>
+} = envelopes
