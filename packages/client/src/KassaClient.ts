@@ -33,6 +33,7 @@ import {
   ConnectionError,
   fromApiError,
   HttpError,
+  KassaApiError,
   RateLimitedError,
   type ResponseFacts,
   TimeoutError,
@@ -284,25 +285,28 @@ const afterRetryAfter = (seconds: number | undefined, otherwise: Duration.Durati
   seconds === undefined ? otherwise : seconds <= maxRetryAfterSeconds ? Duration.seconds(seconds) : undefined
 
 /**
- * How long to wait before retrying after `error`, or `undefined` to give up (the specification's retry rules). 4xx
- * answers repeat until the request changes, except the in-progress and busy 409s and 429. 502 `provider_error` is a
- * final answer: the payment exists as `failed`, and a retry with the same key replays it.
+ * How long to wait before retrying after `error`, or `undefined` to give up: an error answer as the catalogue's retry
+ * rule for its code says (the specification's retry rules: 4xx answers repeat until the request changes, except the
+ * in-progress and busy 409s and 429; 502 `provider_error` is final, the payment exists as `failed` and a retry with
+ * the same key replays it), the failures without a code as 5xx.
  */
 export const retryDelay = (error: AnyKassaError, retry: number): Duration.Duration | undefined => {
+  if (error instanceof KassaApiError) {
+    switch (ApiError.byCode[error.code].retry) {
+      case "never":
+        return undefined
+      case "wait":
+        return afterRetryAfter(error.retryAfter, Duration.seconds(1))
+      case "backoff":
+        return afterRetryAfter(error.retryAfter, backoff(retry))
+    }
+  }
   switch (error._tag) {
     case "ConnectionError":
     case "TimeoutError":
       return backoff(retry)
-    case "ServerError":
-      return afterRetryAfter(error.retryAfter, backoff(retry))
     case "UnexpectedResponseError":
       return error.status >= 500 ? afterRetryAfter(error.retryAfter, backoff(retry)) : undefined
-    case "RateLimitedError":
-    case "IdempotencyRequestInProgressError":
-    case "PaymentBusyError":
-      return afterRetryAfter(error.retryAfter, Duration.seconds(1))
-    default:
-      return undefined
   }
 }
 

@@ -19,43 +19,20 @@ export type {
   KassaRefund,
   KassaRefundStatus
 } from "@kassa/webhook-verify"
+export * from "./ApiErrors.ts"
 export {
-  AmountAboveMaximumError,
-  AmountBelowMinimumError,
   type AnyKassaApiError,
   type AnyKassaError,
   type ApiErrorInit,
-  ApplicationDisabledError,
-  ApplicationPendingReviewError,
-  ApplicationSuspendedError,
   ConnectionError,
   errorClasses,
-  HttpError,
-  IdempotencyKeyReusedError,
-  IdempotencyRequestInProgressError,
-  InvalidApiKeyError,
-  IpNotAllowedError,
   KassaApiError,
+  type KassaApiErrorClass,
+  type KassaApiErrorOf,
   KassaError,
-  MethodNotEnabledError,
-  MethodRequiredError,
-  NotFoundError,
-  OrderReferenceAlreadyPaidError,
-  PaymentBusyError,
-  PaymentNotCancellableError,
-  PaymentNotPendingError,
-  PaymentNotRefundableError,
-  ProviderError,
-  RateLimitedError,
-  RefundAmountExceedsRefundableError,
-  RefundsProcessedManuallyError,
   RequestAbortedError,
-  ReturnUrlNotAllowedError,
-  ServerError,
   TimeoutError,
-  UnauthenticatedError,
-  UnexpectedResponseError,
-  ValidationFailedError
+  UnexpectedResponseError
 } from "./errors.ts"
 export {
   type CallOptions,
