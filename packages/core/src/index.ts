@@ -3,10 +3,13 @@
  * randomness and cryptography come in through Effect services.
  */
 
+export * as AdminAuthentication from "./api/AdminAuthentication.ts"
 export * as Authentication from "./api/Authentication.ts"
 export * as ErrorEnvelope from "./api/ErrorEnvelope.ts"
 export * as InvalidRequest from "./api/InvalidRequest.ts"
 export * as MerchantApi from "./api/MerchantApi.ts"
+export * as OperatorApi from "./api/OperatorApi.ts"
+export * as OperatorSchemas from "./api/OperatorSchemas.ts"
 export * as OperatorSettings from "./api/OperatorSettings.ts"
 export * as PaymentsApi from "./api/PaymentsApi.ts"
 export * as TestApi from "./api/TestApi.ts"

@@ -1,5 +1,6 @@
 /**
- * Authentication of the operator API, and its audit trail: every successful change made with the admin token is
+ * The server's side of the operator API's `AdminAuthentication` middleware (the tag is the core's contract), and its
+ * audit trail: every successful change made with the admin token is
  * recorded (actor "admin token", the endpoint, the path, the client address).
  *
  * Authentication of the operator API: `Authorization: Bearer <KASSA_ADMIN_TOKEN>` (decisions §8). A missing header,
@@ -11,38 +12,19 @@
  * not, is then 429 `rate_limited` with `Retry-After`, whatever the token, so a locked address learns nothing. The states live in this process's memory, like sign-in's (SignInThrottle's reasons).
  */
 import { createHash, timingSafeEqual } from "node:crypto"
-import { ApiError, ErrorEnvelope, type Ids, LoginThrottle } from "@kassa/core"
+import { AdminAuthentication, ApiError, type Ids, LoginThrottle } from "@kassa/core"
 import { DateTime, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
-import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { AuditLog, AuditSubject } from "../audit/AuditLog.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 import { addressKey } from "../users/SignInThrottle.ts"
 
-export const bearer = HttpApiSecurity.bearer.pipe(
-  HttpApiSecurity.annotateMerge(
-    OpenApi.annotations({
-      description: "The server's admin token (`KASSA_ADMIN_TOKEN`), never an application's API key.",
-      format: "admin token"
-    })
-  )
-)
-
-export class AdminAuthentication extends HttpApiMiddleware.Service<AdminAuthentication>()(
-  "@kassa/server/operator/AdminAuthentication",
-  {
-    requiredForClient: true,
-    security: { bearer },
-    error: [ErrorEnvelope.Unauthenticated, ErrorEnvelope.RateLimited]
-  }
-) {}
-
 // Fixed-length digests, so the comparison takes the same time whatever the token's length or first wrong byte.
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
 
 export const layer = Layer.effect(
-  AdminAuthentication,
+  AdminAuthentication.AdminAuthentication,
   Effect.gen(function* () {
     const { adminToken } = yield* ServerSecrets
     const expected = digest(Redacted.value(adminToken))
@@ -151,7 +133,7 @@ export const layer = Layer.effect(
         }
       )
 
-    return AdminAuthentication.of({
+    return AdminAuthentication.AdminAuthentication.of({
       bearer: (httpEffect, { credential, endpoint, group }) =>
         checked(
           httpEffect,

@@ -2,7 +2,16 @@
  * The operator API's handlers over the application and key repositories, and {@link layer}: the API's routes with
  * their middleware, ready to merge into the server's router.
  */
-import { ApiError, Application, Ids, InvalidRequest, RequestValidation, WebhookSecret } from "@kassa/core"
+import {
+  ApiError,
+  Application,
+  Ids,
+  InvalidRequest,
+  OperatorApi,
+  OperatorSettings,
+  RequestValidation,
+  WebhookSecret
+} from "@kassa/core"
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import type { SecureRandom } from "effect/crypto"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
@@ -28,8 +37,6 @@ import { type Membership, parseUserId, type User, UserRepository } from "../user
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import { Dispatcher } from "../webhooks/Dispatcher.ts"
 import * as AdminAuthentication from "./AdminAuthentication.ts"
-import { OperatorApi, operatorOpenApiPath } from "./OperatorApi.ts"
-import { settingsRuleErrors, type UpdateApplicationBody } from "./OperatorSchemas.ts"
 
 const applicationNotFound = () => new ApiError.NotFound({ message: "No application with this id." })
 
@@ -49,11 +56,11 @@ const parseDeliveryId = Schema.decodeUnknownOption(Ids.DeliveryId)
 const deliveryNotFound = () => new ApiError.NotFound({ message: "No delivery with this id." })
 
 const settingsErrors = (
-  sent: UpdateApplicationBody,
+  sent: OperatorSettings.UpdateApplicationBody,
   result: { readonly min_amount: number; readonly max_amount: number },
   production: boolean
 ) => {
-  const fields = settingsRuleErrors(sent, result, production)
+  const fields = OperatorSettings.ruleErrors(sent, result, production)
   return Object.keys(fields).length === 0 ? Effect.void : Effect.fail(RequestValidation.validationFailed(fields))
 }
 
@@ -75,7 +82,7 @@ const issuedView = (key: IssuedApiKey) => ({
 })
 
 export const ApplicationsHandlers = HttpApiBuilder.group(
-  OperatorApi,
+  OperatorApi.OperatorApi,
   "operatorApplications",
   Effect.fn(function* (handlers) {
     const applications = yield* ApplicationRepository
@@ -123,7 +130,7 @@ export const ApplicationsHandlers = HttpApiBuilder.group(
 )
 
 export const KeysHandlers = HttpApiBuilder.group(
-  OperatorApi,
+  OperatorApi.OperatorApi,
   "operatorKeys",
   Effect.fn(function* (handlers) {
     const applications = yield* ApplicationRepository
@@ -175,7 +182,7 @@ export const KeysHandlers = HttpApiBuilder.group(
 )
 
 export const DeliveriesHandlers = HttpApiBuilder.group(
-  OperatorApi,
+  OperatorApi.OperatorApi,
   "operatorDeliveries",
   Effect.fn(function* (handlers) {
     const applications = yield* ApplicationRepository
@@ -215,7 +222,7 @@ export const DeliveriesHandlers = HttpApiBuilder.group(
 const userNotFound = () => new ApiError.NotFound({ message: "No user with this id." })
 
 export const UsersHandlers = HttpApiBuilder.group(
-  OperatorApi,
+  OperatorApi.OperatorApi,
   "operatorUsers",
   Effect.fn(function* (handlers) {
     const users = yield* UserRepository
@@ -328,7 +335,7 @@ export const UsersHandlers = HttpApiBuilder.group(
 const noLink = () => new ApiError.NotFound({ message: "No payment provider account is linked to this application." })
 
 export const ProviderAccountsHandlers = HttpApiBuilder.group(
-  OperatorApi,
+  OperatorApi.OperatorApi,
   "operatorProviderAccounts",
   Effect.fn(function* (handlers) {
     const applications = yield* ApplicationRepository
@@ -372,7 +379,7 @@ export const ProviderAccountsHandlers = HttpApiBuilder.group(
 )
 
 const PaymentsHandlers = HttpApiBuilder.group(
-  OperatorApi,
+  OperatorApi.OperatorApi,
   "operatorPayments",
   Effect.fn(function* (handlers) {
     const refunds = yield* LiveRefunds
@@ -412,8 +419,8 @@ const PaymentsHandlers = HttpApiBuilder.group(
 
 /** Every method and path the operator API answers, for the router's 405 `Allow` answers. */
 export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly path: string }> => {
-  const routes: Array<{ method: string; path: string }> = [{ method: "GET", path: operatorOpenApiPath }]
-  HttpApi.reflect(OperatorApi, {
+  const routes: Array<{ method: string; path: string }> = [{ method: "GET", path: OperatorApi.operatorOpenApiPath }]
+  HttpApi.reflect(OperatorApi.OperatorApi, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => {
       routes.push({ method: endpoint.method, path: endpoint.path })
@@ -423,7 +430,9 @@ export const knownRoutes = (): ReadonlyArray<{ readonly method: string; readonly
 }
 
 /** The operator API's routes, with their middleware; needs the repositories, secrets and settings. */
-export const layer = HttpApiBuilder.layer(OperatorApi, { openapiPath: operatorOpenApiPath }).pipe(
+export const layer = HttpApiBuilder.layer(OperatorApi.OperatorApi, {
+  openapiPath: OperatorApi.operatorOpenApiPath
+}).pipe(
   Layer.provide([
     ApplicationsHandlers,
     KeysHandlers,
