@@ -135,6 +135,22 @@ export const seedApplication = (databaseUrl: string, adminToken: string) =>
     }).pipe(Effect.provide(repositories(databaseUrl, adminToken)))
   )
 
+/** One active application with a test and a live key (bench/live.ts links the live side to a fake Stripe). */
+export const seedKeys = (databaseUrl: string, adminToken: string) =>
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const applications = yield* ApplicationRepository
+      const keys = yield* ApiKeyRepository
+      const application = yield* applications.create(
+        { ...Application.defaults, name: "Bench", status: "active", rate_limit_per_minute: 100_000_000 },
+        "whsec_benchbenchbenchbenchbenchbench12"
+      )
+      const test = yield* keys.issue(application.id, "test")
+      const live = yield* keys.issue(application.id, "live")
+      return { applicationId: application.id, testKey: test.key, liveKey: live.key }
+    }).pipe(Effect.provide(repositories(databaseUrl, adminToken)))
+  )
+
 /** Creates a payment of 25.00 through the API (`base`: the server's origin); its id. */
 export const createPayment = async (base: string, key: string, orderReference: string) => {
   const created = await fetch(`${base}/api/v1/payments`, {

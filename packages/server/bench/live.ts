@@ -1,0 +1,273 @@
+/**
+ * `pnpm bench` (issue 12): the server's CPU per live create, with the fake Stripe answering at once, against a
+ * test-mode create on the same server. Target: live ≤ 1.5 × test. Figures, not a test.
+ *
+ * One Kassa process (`src/main.ts`, production settings, the Node flags of `npm start`) on a scratch PostgreSQL
+ * database; one application with a test and a live key, its Stripe account linked through the operator API. The
+ * fake Stripe (test/support/FakeStripe.ts) runs in this process behind a TLS terminator, because production refuses
+ * an `http://` KASSA_STRIPE_API_URL and real Stripe is HTTPS: the server's share of TLS to Stripe is in the figures
+ * (its certificate is made with openssl and trusted through NODE_EXTRA_CA_CERTS). A live create is what
+ * decisions §10 asks: rule 5 checked, the payment inserted, a Checkout Session created at Stripe (one HTTPS call), the
+ * session recorded. Test and live creates alternate round by round (who goes first alternates too), so load elsewhere
+ * on the machine falls on both; CPU is the server process's own user + system time (/proc) over the requests it
+ * answered, which other load moves far less than throughput.
+ *
+ * Settings: KASSA_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), KASSA_BENCH_SECONDS (10),
+ * KASSA_BENCH_ROUNDS (3), KASSA_BENCH_NODE_FLAGS (replaces `npm start`'s flags; e.g. `--cpu-prof` to profile, the
+ * profile is written into packages/server when the server exits), KASSA_BENCH_ONLY (`live` or `test`: one kind, for
+ * a profile of it).
+ */
+import type { ChildProcess } from "node:child_process"
+import { execFileSync } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { Agent, request as httpRequest } from "node:http"
+import { createServer as createHttpsServer } from "node:https"
+import type { AddressInfo } from "node:net"
+import { loadavg, tmpdir } from "node:os"
+import { join } from "node:path"
+import autocannon from "autocannon"
+import { apiVersion } from "../src/providers/StripeConnector.ts"
+import { startFakeStripe } from "../test/support/FakeStripe.ts"
+import {
+  cpuSeconds,
+  median,
+  root,
+  scratchDatabase,
+  secretKey,
+  seedKeys,
+  startProcess,
+  waitFor
+} from "./BenchSupport.ts"
+
+const seconds = Number(process.env.KASSA_BENCH_SECONDS ?? 10)
+const rounds = Number(process.env.KASSA_BENCH_ROUNDS ?? 3)
+const target = 1.5
+const port = 4721
+const base = `http://127.0.0.1:${port}`
+// Production refuses an admin token shorter than 32 characters.
+const adminToken = "bench-admin-token-0123456789abcdef"
+const startFlags = (
+  JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { start: string } }
+).scripts.start
+  .split(" ")
+  .filter((word) => word.startsWith("--"))
+const nodeFlags = [
+  "--conditions=@kassa/source",
+  ...(process.env.KASSA_BENCH_NODE_FLAGS === undefined
+    ? startFlags
+    : process.env.KASSA_BENCH_NODE_FLAGS.split(" ").filter((flag) => flag.length > 0))
+]
+
+/** A certificate for 127.0.0.1, made for this run only. */
+const certificate = () => {
+  const dir = mkdtempSync(join(tmpdir(), "kassa-bench-tls-"))
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem")
+    ],
+    { stdio: "ignore" }
+  )
+  return { dir, key: join(dir, "key.pem"), cert: join(dir, "cert.pem") }
+}
+
+/** HTTPS in front of the fake: each request forwarded as it came, over kept-alive connections. */
+const terminateTls = async (tls: { key: string; cert: string }, fakePort: number) => {
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 })
+  const server = createHttpsServer(
+    { key: readFileSync(tls.key), cert: readFileSync(tls.cert), keepAlive: true },
+    (incoming, outgoing) => {
+      const forwarded = httpRequest(
+        {
+          host: "127.0.0.1",
+          port: fakePort,
+          method: incoming.method,
+          path: incoming.url,
+          headers: incoming.headers,
+          agent
+        },
+        (answer) => {
+          outgoing.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(outgoing)
+        }
+      )
+      forwarded.on("error", () => outgoing.destroy())
+      incoming.pipe(forwarded)
+    }
+  )
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return {
+    url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      server.closeAllConnections()
+      agent.destroy()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
+}
+
+interface Figures {
+  readonly rps: number
+  /** The server's CPU time per answered request, µs. */
+  readonly cpu: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+}
+
+const creates = async (child: ChildProcess, key: string, duration: number, rate?: number): Promise<Figures> => {
+  const before = cpuSeconds(child)
+  const result = await autocannon({
+    url: `${base}/api/v1/payments`,
+    method: "POST",
+    connections: rate === undefined ? 32 : 16,
+    duration,
+    ...(rate === undefined ? {} : { overallRate: rate }),
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json" },
+    requests: [
+      {
+        setupRequest: (request) => ({
+          ...request,
+          body: JSON.stringify({ amount: 1000, order_reference: `bench-${crypto.randomUUID()}`, description: "Tea" })
+        })
+      }
+    ]
+  })
+  const answered = result.requests.total
+  return {
+    rps: result.requests.average,
+    cpu: ((cpuSeconds(child) - before) / answered) * 1e6,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.non2xx + result.errors + result.timeouts
+  }
+}
+
+const database = scratchDatabase("kassa_bench_live")
+const fake = await startFakeStripe({ apiVersion })
+const tls = certificate()
+const stripe = await terminateTls(tls, fake.port)
+await database.create()
+let kassa: ChildProcess | undefined
+try {
+  kassa = startProcess(
+    ["src/main.ts"],
+    {
+      DATABASE_URL: database.url,
+      KASSA_SECRET_KEY: secretKey,
+      KASSA_ADMIN_TOKEN: adminToken,
+      KASSA_PORT: String(port),
+      KASSA_ENV: "production",
+      KASSA_DATA_DIR: join(root, ".kassa-bench"),
+      KASSA_STRIPE_API_URL: stripe.url,
+      NODE_EXTRA_CA_CERTS: tls.cert
+    },
+    nodeFlags
+  )
+  const server = kassa
+  await waitFor(`${base}/healthz`, (status) => status < 500)
+  const { applicationId, testKey, liveKey } = await seedKeys(database.url, adminToken)
+  const account = fake.addAccount({ livemode: true })
+  const linked = await fetch(`${base}/admin/api/v1/applications/${applicationId}/provider-account`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+    body: JSON.stringify({ provider: "stripe", secret_key: account.key })
+  })
+  if (linked.status !== 200) throw new Error(`linking failed: ${linked.status} ${await linked.text()}`)
+  const probe = await fetch(`${base}/api/v1/payments`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${liveKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ amount: 1000, order_reference: "bench-probe" })
+  })
+  if (probe.status !== 201) throw new Error(`a live create failed: ${probe.status} ${await probe.text()}`)
+
+  const only = process.env.KASSA_BENCH_ONLY
+  const kinds = (
+    [
+      ["test", testKey],
+      ["live", liveKey]
+    ] as const
+  ).filter(([kind]) => only === undefined || kind === only)
+  // Not measured: the pools open lazily, the JIT warms up, Stripe's client and its TLS connections are made.
+  for (let pass = 0; pass < 2; pass++) for (const [, key] of kinds) await creates(server, key, 3)
+
+  const scenarios = [
+    ["saturation", undefined],
+    ["200 req/s", 200]
+  ] as const
+  const results = new Map<string, Array<Figures>>()
+  const loads: Array<number> = []
+  for (const [scenario, rate] of scenarios) {
+    for (let round = 0; round < rounds; round++) {
+      for (const [kind, key] of round % 2 === 0 ? kinds : [...kinds].reverse()) {
+        loads.push(loadavg()[0] ?? Number.NaN)
+        const figures = await creates(server, key, seconds, rate)
+        results.set(`${scenario} ${kind}`, [...(results.get(`${scenario} ${kind}`) ?? []), figures])
+        process.stderr.write(
+          `${scenario} round ${round + 1} ${kind}: ${Math.round(figures.rps)} req/s, ${Math.round(figures.cpu)} µs CPU/req, p50 ${figures.p50} p99 ${figures.p99} ms, errors ${figures.errors}\n`
+        )
+      }
+    }
+  }
+
+  const sessions = fake.sessions().length
+  const rows = scenarios.map(([scenario]) => {
+    const of = (kind: string) => {
+      const runs = results.get(`${scenario} ${kind}`) ?? []
+      return {
+        rps: median(runs.map((run) => run.rps)),
+        cpu: median(runs.map((run) => run.cpu)),
+        p50: median(runs.map((run) => run.p50)),
+        p99: median(runs.map((run) => run.p99)),
+        errors: runs.reduce((sum, run) => sum + run.errors, 0)
+      }
+    }
+    const test = of("test")
+    const live = of("live")
+    return {
+      scenario,
+      "test req/s": Math.round(test.rps),
+      "live req/s": Math.round(live.rps),
+      "test / live CPU µs/req": `${Math.round(test.cpu)} / ${Math.round(live.cpu)}`,
+      "live/test CPU": Number((live.cpu / test.cpu).toFixed(2)),
+      "test p50/p99 ms": `${test.p50} / ${test.p99}`,
+      "live p50/p99 ms": `${live.p50} / ${live.p99}`,
+      errors: test.errors + live.errors
+    }
+  })
+  console.table(rows)
+  console.log(
+    `Medians of ${rounds} alternating round(s) of ${seconds} s; ${sessions} Checkout Sessions created at the fake. ` +
+      `Target: live/test CPU ≤ ${target}. Load average (1 min) during the runs: ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)}. ` +
+      `Kassa's Node flags: ${nodeFlags.join(" ")}.`
+  )
+  const over = rows.filter((row) => !(row["live/test CPU"] <= target))
+  if (over.length > 0) {
+    console.log(
+      `Over the target: ${over.map((row) => row.scenario).join(", ")} (profile with KASSA_BENCH_NODE_FLAGS=--cpu-prof).`
+    )
+  }
+} finally {
+  kassa?.kill("SIGTERM")
+  if (kassa !== undefined && kassa.exitCode === null) await new Promise((resolve) => kassa?.once("exit", resolve))
+  await stripe.close()
+  await fake.close()
+  rmSync(tls.dir, { recursive: true, force: true })
+  await database.drop()
+}
