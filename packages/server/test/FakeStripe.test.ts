@@ -335,6 +335,10 @@ describe("refunds", () => {
     expect(types).toEqual(["checkout.session.completed", "refund.created", "charge.refunded"])
     const charge = objectOf<Stripe.Charge>((await received(3))[2])
     expect(charge.amount_refunded).toBe(1_000)
+    // No `refunds` on a Charge since API 2022-11-15 (https://docs.stripe.com/upgrades#2022-11-15): they are listed.
+    expect("refunds" in charge).toBe(false)
+    const listed = await stripe.refunds.list({ payment_intent: String(session.payment_intent) })
+    expect(listed.data.map((one) => one.id)).toEqual([refund.id])
   })
 
   it("more than the unrefunded amount is refused with amount_too_large", async () => {

@@ -416,7 +416,14 @@ describe("events: Stripe's signature, 300 s tolerance", () => {
     const seen: Array<unknown> = subjects.map((parsed) => parsed.subject)
     const refundId = String(refund.id)
     expect(seen).toContainEqual({ _tag: "Refund", providerRefundId: refundId })
-    expect(seen).toContainEqual({ _tag: "Charge", paymentIntentId: intent, providerRefundIds: [refundId] })
+    // The charge carries no refunds list (API 2022-11-15): its refunds are listed by payment intent.
+    expect(seen).toContainEqual({ _tag: "Charge", paymentIntentId: intent })
+    const charge = fake.events.find((event) => event.type === "charge.refunded")
+    const chargeData = charge?.data as { readonly object: object } | undefined
+    expect(chargeData?.object).toBeDefined()
+    expect(Object.keys(chargeData?.object ?? {})).not.toContain("refunds")
+    const listed = await run(Effect.flatMap(connector, (c) => c.listRefunds(link, intent)))
+    expect(listed).toEqual({ _tag: "Refunds", ids: [refundId] })
   })
 
   it("a wrong secret, a changed body or a missing header is rejected", async () => {

@@ -364,3 +364,25 @@ export const decideClose = (
       return noDecision()
   }
 }
+
+/**
+ * A live create that never stored its provider's answer (the process died between the provider call and the commit,
+ * or the answer was lost), decided by the background clean-up from what the provider has for the payment now
+ * (decisions §10 and docs/decisions.md "Live create"): the clean-up first expires any open checkout it finds, so
+ * - no checkout at the provider, or one open, expired or failed → the payment is `failed` with its event: nobody was
+ *   ever sent to that checkout (Kassa never stored its address), and a create the provider did not confirm is a
+ *   failed one, as when it does not answer at all;
+ * - a checkout paid, or completed and unpaid (a delayed method) → adopted: applied as any answer ({@link apply}),
+ *   since money has moved or may still arrive.
+ * A payment no longer pending is left as it is (a merchant's retry finished opening it meanwhile).
+ */
+export const decideUnopened = (
+  payment: Payment,
+  found: CheckoutState | null,
+  context: SettlementContext
+): Settlement & { readonly adopt: boolean } => {
+  if (found !== null && (found._tag === "Paid" || found._tag === "Unpaid")) {
+    return { ...apply(payment, { _tag: "Checkout", state: found }, context), adopt: true }
+  }
+  return { ...settleOrStay(payment, "failed", { now: context.now }), adopt: false }
+}

@@ -10,7 +10,7 @@
  * event is answered 503 and not recorded, so the provider sends it again.
  *
  * Refund events (`refund.created`/`updated`/`failed` name one refund; `charge.refunded` names the charge's payment
- * intent and the refunds it carries) go to `LiveRefunds.applyProviderRefund`, one refund at a time: it reads the
+ * intent, whose refunds are listed from the provider) go to `LiveRefunds.applyProviderRefund`, one refund at a time: it reads the
  * refund again, settles Kassa's own or records one made in Stripe's dashboard on the payment of its payment intent,
  * only for payments this link opened; its `provider_refunds` rows make a repeated event change nothing twice.
  */
@@ -73,7 +73,15 @@ export const layer = Layer.unwrap(
       if (event.subject._tag === "Refund")
         return yield* applyRefunds(link.value.id, [event.subject.providerRefundId], null)
       if (event.subject._tag === "Charge") {
-        return yield* applyRefunds(link.value.id, event.subject.providerRefundIds, event.subject.paymentIntentId)
+        // The charge names its payment intent, not its refunds (Stripe API 2022-11-15): they are listed from Stripe.
+        const paymentIntentId = event.subject.paymentIntentId
+        if (paymentIntentId === null) return answer(200, "", "No payment intent on this charge.")
+        const listed = yield* connector.listRefunds(access, paymentIntentId).pipe(Effect.result)
+        if (listed._tag === "Failure") return answer(200, "", "The provider did not let Kassa list the refunds.")
+        if (listed.success._tag === "NoAnswer") {
+          return answer(503, "provider_error", "The provider did not answer; send the event again.")
+        }
+        return yield* applyRefunds(link.value.id, listed.success.ids, paymentIntentId)
       }
       if (event.subject._tag !== "Checkout") return answer(200, "", "Not a payment event; nothing to do here.")
       const checkout = yield* checkouts.findBySession(event.subject.sessionId)

@@ -2,7 +2,8 @@
  * `Idempotency-Key` for create and refund (decisions §4), over the `idempotency_keys` table and the pure decision
  * table in @kassa/core (`IdempotencyDecision`).
  *
- * One transaction does it all: claim the key, run the work, store the answer, commit. A request that dies before
+ * One transaction does it all: claim the key, run the work, store the answer, commit (except work that calls a
+ * payment provider, below). A request that dies before
  * the commit leaves nothing behind — no record, no payment — so its retry starts afresh at once instead of waiting
  * out a stale lock, and since the payment and the stored answer commit together a second payment is impossible:
  * any later request either sees the committed record (and replays it) or, while the first still runs, cannot get
@@ -15,6 +16,12 @@
  * come from elsewhere (a future two-phase caller, or an operator); the decision table still treats it as in
  * progress for 60 s and then lets a retry take over, and the work then looks for what the dead request made
  * (`Claim.takeover`) before doing anything.
+ *
+ * Work that calls a payment provider (a live create) must not hold the key's transaction open across the call, nor
+ * lose what it made if the process dies after the call: it asks (`Claim.commitFirst`) for what it wrote so far — the
+ * `pending` payment — to commit with the record still locked and without an answer, and is then run once more outside
+ * any transaction with `takeover`, so it finds that payment and finishes it. A retry while that runs is answered 409
+ * in progress; once the process has died, 60 s after the lock, the retry takes over and finishes it the same way.
  */
 import { ApiError, IdempotencyDecision, type IdempotencyKey } from "@kassa/core"
 import { Context, Data, DateTime, Duration, Effect, Layer, Option } from "effect"
@@ -47,6 +54,12 @@ export interface Claim {
   readonly since: DateTime.Utc
   /** The key was left without an answer by a request that died: its work may already be done. */
   readonly takeover: boolean
+  /**
+   * Inside the key's transaction: commit what the work wrote so far with the key still locked and no answer, discard
+   * this run's answer, and run the work again after the commit, outside any transaction, with `takeover` (it finds
+   * what it wrote). `null` in that second run: the work is no longer inside a transaction.
+   */
+  readonly commitFirst: Effect.Effect<void> | null
 }
 
 export interface IdempotentRequest {
@@ -193,12 +206,62 @@ export class IdempotencyStore extends Context.Service<
           AND key = ${request.key}
       `
 
+      /** Stores the answer of work resumed after its commit, unless one is stored already (that one is the answer). */
+      const storeResumed = (request: IdempotentRequest, answer: Answer) =>
+        Effect.gen(function* () {
+          const updated = yield* sql`
+            UPDATE idempotency_keys
+            SET response_status = ${answer.status}, response_body = ${answer.body},
+                response_headers = ${JSON.stringify(answer.headers)}::jsonb, locked_at = NULL
+            WHERE application_id = ${request.scope.applicationId} AND mode = ${request.scope.mode}
+              AND key = ${request.key} AND response_status IS NULL
+            RETURNING key
+          `
+          if (updated.length > 0) return { answer, replayed: false } satisfies Outcome
+          const stored = yield* read(request)
+          return Option.isSome(stored) && stored.value.response !== null
+            ? replay(stored.value.response)
+            : ({ answer, replayed: false } satisfies Outcome)
+        })
+
+      /** Work resumed after its commit ended without a storable answer: the next retry may take over at once. */
+      const release = (request: IdempotentRequest) => sql`
+        UPDATE idempotency_keys SET locked_at = NULL
+        WHERE application_id = ${request.scope.applicationId} AND mode = ${request.scope.mode}
+          AND key = ${request.key} AND response_status IS NULL
+      `
+
+      /** `Retry-After` on a resumed work's in-progress answer, as on the store's own. */
+      const withRetryAfter = (answer: Answer): Answer =>
+        answer.code === inProgress.code ? { ...answer, headers: { ...answer.headers, ...inProgress.headers } } : answer
+
       const replay = (response: IdempotencyDecision.StoredResponse): Outcome => ({
         answer: { status: response.status, body: response.body, headers: response.headers ?? {} },
         replayed: true
       })
 
       const run = <R>(request: IdempotentRequest, work: (claim: Claim) => Effect.Effect<Answer, never, R>) =>
+        Effect.gen(function* () {
+          const first = yield* runClaimed(request, work)
+          if (first._tag === "Done") return first.outcome
+          // Committed with the key locked: the work goes on outside the transaction, finding what it wrote.
+          const answer = yield* work({ key: request.key, since: first.since, takeover: true, commitFirst: null }).pipe(
+            Effect.onExit((exit) => (exit._tag === "Success" ? Effect.void : Effect.ignore(release(request))))
+          )
+          if (!IdempotencyDecision.shouldStore(answer.status, answer.code)) {
+            yield* release(request)
+            return { answer: withRetryAfter(answer), replayed: false } satisfies Outcome
+          }
+          return yield* storeResumed(request, answer)
+        }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.withSpan("IdempotencyStore.run"))
+
+      type Claimed =
+        | { readonly _tag: "Done"; readonly outcome: Outcome }
+        | { readonly _tag: "Resume"; readonly since: DateTime.Utc }
+
+      const done = (outcome: Outcome): Claimed => ({ _tag: "Done", outcome })
+
+      const runClaimed = <R>(request: IdempotentRequest, work: (claim: Claim) => Effect.Effect<Answer, never, R>) =>
         sql
           .withTransaction(
             Effect.gen(function* () {
@@ -210,42 +273,44 @@ export class IdempotencyStore extends Context.Service<
                 )
               // A finished record answers without the lock: its answer never changes.
               const early = decideNow(yield* read(request))
-              if (early._tag === "Replay") return replay(early.response)
-              if (early._tag === "Reused") return { answer: reused(early.mismatch), replayed: false }
+              if (early._tag === "Replay") return done(replay(early.response))
+              if (early._tag === "Reused") return done({ answer: reused(early.mismatch), replayed: false })
 
-              if (!(yield* tryLock(request))) return { answer: inProgress, replayed: false }
+              if (!(yield* tryLock(request))) return done({ answer: inProgress, replayed: false })
               // Whoever held the lock before has committed or rolled back: this read is the truth.
               const stored = yield* read(request)
               const decision = decideNow(stored)
               switch (decision._tag) {
                 case "Replay":
-                  return replay(decision.response)
+                  return done(replay(decision.response))
                 case "Reused":
-                  return { answer: reused(decision.mismatch), replayed: false }
+                  return done({ answer: reused(decision.mismatch), replayed: false })
                 case "InProgress":
-                  return { answer: inProgress, replayed: false }
+                  return done({ answer: inProgress, replayed: false })
                 case "Start":
                 case "TakeOver": {
                   const claimed = yield* claim(request, decision, now)
                   // Only a record written around this code (not under the lock) can make a claim miss.
-                  if (claimed.length === 0) return { answer: inProgress, replayed: false }
+                  if (claimed.length === 0) return done({ answer: inProgress, replayed: false })
                   const takeover = decision._tag === "TakeOver"
                   const since = takeover && Option.isSome(stored) ? stored.value.createdAt : now
-                  const answer = yield* work({ key: request.key, since, takeover })
+                  let resume = false
+                  const commitFirst = Effect.sync(() => {
+                    resume = true
+                  })
+                  const answer = yield* work({ key: request.key, since, takeover, commitFirst })
+                  // Commit with the key locked and no answer; `run` goes on after the commit.
+                  if (resume) return { _tag: "Resume", since } satisfies Claimed
                   if (!IdempotencyDecision.shouldStore(answer.status, answer.code)) {
                     return yield* new Unstored({ answer })
                   }
                   yield* store(request, answer)
-                  return { answer, replayed: false }
+                  return done({ answer, replayed: false })
                 }
               }
             })
           )
-          .pipe(
-            Effect.catchTag("Unstored", ({ answer }) => Effect.succeed<Outcome>({ answer, replayed: false })),
-            Effect.catchTag("SqlError", Effect.die),
-            Effect.withSpan("IdempotencyStore.run")
-          )
+          .pipe(Effect.catchTag("Unstored", ({ answer }) => Effect.succeed(done({ answer, replayed: false }))))
 
       const purgeExpired = (now: DateTime.Utc) =>
         sql`

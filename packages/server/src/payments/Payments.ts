@@ -27,7 +27,7 @@ import { SqlClient } from "effect/sql"
 import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
-import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
+import { type LiveCheckout, LiveCheckouts } from "../providers/LiveCheckouts.ts"
 import {
   type CheckoutReading,
   type OpenRequest,
@@ -58,7 +58,12 @@ export interface CreateRequest {
   readonly application?: StoredApplication | undefined
 }
 
-export type CreateError = CreatePayment.CreateRejection | ApiError.OrderReferenceAlreadyPaid | ApiError.ProviderError
+export type CreateError =
+  | CreatePayment.CreateRejection
+  | ApiError.OrderReferenceAlreadyPaid
+  | ApiError.ProviderError
+  // A live payment's create resumed under its Idempotency-Key while the clean-up holds its checkout (never stored).
+  | ApiError.IdempotencyRequestInProgress
 
 export interface RefundRequest {
   readonly amount?: number | undefined
@@ -323,99 +328,98 @@ export class Payments extends Context.Service<
             )
           : Result.succeed(stored.payment)
 
+      /** What the provider is asked for a live payment: derived from the stored payment alone, so every attempt sends
+       * the same request under the same key (a retry, a takeover after a crash). `expires_at` is clamped from the
+       * payment's creation, not from the attempt. */
+      const openRequestOf = (payment: Payment.Payment, idempotencyKey: string): OpenRequest => ({
+        paymentId: payment.id,
+        amount: payment.amount,
+        currency: payment.currency,
+        method: payment.method,
+        name: payment.description ?? payment.order_reference,
+        locale: payment.locale,
+        customerEmail: payment.customer.email,
+        returnUrl: `${baseUrl}/checkout/${payment.id}/return`,
+        expiresAt: providerExpiry(payment.expires_at, payment.created_at),
+        idempotencyKey
+      })
+
+      type OpenAnswer = Result.Result<Payment.Payment, ApiError.ProviderError | ApiError.IdempotencyRequestInProgress>
+
+      const notOpenedError = (id: Ids.PaymentId, said: "NoAnswer" | "Refused") =>
+        new ApiError.ProviderError({
+          message:
+            said === "NoAnswer"
+              ? "The payment provider did not answer; the payment is stored as failed. Create a new one to retry."
+              : "The payment provider refused the payment; it is stored as failed. Create a new one to retry.",
+          payment_id: id
+        })
+
+      const cleaningUp = () =>
+        new ApiError.IdempotencyRequestInProgress({
+          message: "The payment's checkout is being cleaned up at the provider; retry in a second."
+        })
+
+      /** What a live create answers for its payment as it is now (another writer may have finished it). */
+      const answerStored = Effect.fnUntraced(function* (id: Ids.PaymentId) {
+        const stored = yield* reload(id)
+        const checkout = yield* checkouts.find(id)
+        if (Option.isNone(checkout) || checkout.value.state === "open") {
+          return Result.succeed(stored.payment) as OpenAnswer
+        }
+        if (checkout.value.state === "not_opened") return Result.fail(notOpenedError(id, "Refused")) as OpenAnswer
+        return Result.fail(cleaningUp()) as OpenAnswer
+      })
+
       /**
-       * A live create with a linked provider account (decisions §10, "Create with a live key"), after rule 5 passed:
-       * the `pending` payment and its `opening` checkout row commit together; the provider is called after that
-       * commit (outside any transaction of this create — but with an Idempotency-Key the whole create runs inside the
-       * key's transaction, see IdempotencyStore); then the session is stored, or the payment fails with its event.
+       * Opens a live payment's checkout at its provider (decisions §10, "Create with a live key"): the payment is
+       * `pending` with its checkout row `opening`, both committed, and no transaction is open. The provider is called
+       * under the key stored on the row; its session is stored, or the payment fails with its event in one
+       * transaction. Every write is conditional on the row still being `opening` and unclaimed by the clean-up, so a
+       * merchant's retry, the first attempt and the clean-up can meet here and still end in one outcome.
        */
-      const openLive = Effect.fnUntraced(
-        function* (input: {
-          readonly link: StoredLink
-          readonly id: Ids.PaymentId
-          readonly scope: Scope
-          readonly draft: CreatePayment.PaymentDraft
-          readonly ttlSeconds: number
-          readonly key: string | null
-        }) {
-          const { link, id, scope, draft } = input
-          const now = yield* DateTime.now
-          const transition = PaymentStateMachine.create({
-            id,
-            mode: "live",
-            draft,
-            checkoutUrl: `${baseUrl}/checkout/${id}`,
-            ttlSeconds: input.ttlSeconds,
-            now,
-            provider: "accepted"
-          })
-          // Scoped to application and mode, so two merchants' (or one merchant's test and live) keys never meet.
-          const idempotencyKey =
-            input.key === null
-              ? `kassa:${scope.applicationId}:live:payment:${id}`
-              : `kassa:${scope.applicationId}:live:${input.key}`
-          const stored = yield* sql
-            .withTransaction(
-              Effect.gen(function* () {
-                yield* repo.insert(
-                  transition.payment,
-                  { applicationId: scope.applicationId, idempotencyKey: input.key },
-                  now
-                )
-                yield* checkouts.insertOpening({ paymentId: id, linkId: link.id, idempotencyKey, now })
-              })
-            )
-            .pipe(Effect.result)
-          if (Result.isFailure(stored)) {
-            // A concurrent create committed this order reference after our check; the unique index caught it.
-            const winner = yield* repo.findBlocking(scope, draft.order_reference)
-            const refusal = CreatePayment.checkOrderReference(
-              Option.match(winner, { onNone: () => null, onSome: (winnerId) => ({ id: winnerId }) })
-            )
-            if (Result.isFailure(refusal)) return Result.fail(refusal.failure)
-            return yield* Effect.die(new Error("order reference conflict without a blocking payment"))
-          }
-          const openRequest: OpenRequest = {
-            paymentId: id,
-            amount: draft.amount,
-            currency: draft.currency,
-            method: draft.method,
-            name: draft.description ?? draft.order_reference,
-            locale: draft.locale,
-            customerEmail: draft.customer.email,
-            returnUrl: `${baseUrl}/checkout/${id}/return`,
-            expiresAt: providerExpiry(transition.payment.expires_at, now),
-            idempotencyKey
-          }
-          const opened = yield* connector.open(links.access(link), openRequest).pipe(Effect.result)
+      const openAtProvider = Effect.fnUntraced(
+        function* (payment: Payment.Payment, checkout: LiveCheckout) {
+          const { id } = payment
+          const link = yield* links.find(checkout.linkId)
+          if (Option.isNone(link)) return yield* Effect.die(new Error(`provider link ${checkout.linkId} vanished`))
+          const openRequest = openRequestOf(payment, checkout.idempotencyKey)
+          const opened = yield* connector.open(links.access(link.value), openRequest).pipe(Effect.result)
           const after = yield* DateTime.now
           if (Result.isSuccess(opened) && opened.success._tag === "Opened") {
             const session = opened.success
-            yield* checkouts.opened({
+            const stored = yield* checkouts.opened({
               paymentId: id,
               sessionId: session.sessionId,
               url: session.url,
               expiresAt: session.expiresAt,
               now: after
             })
-            return Result.succeed<Payment.Payment>(transition.payment)
+            return stored ? (Result.succeed(payment) as OpenAnswer) : yield* answerStored(id)
           }
           // Refused (4xx), failed or no answer in 10 s: the payment is failed, with its event, in one transaction.
           const said = Result.isSuccess(opened)
             ? opened.success
             : {
-                _tag: "Refused",
+                _tag: "Refused" as const,
                 status: opened.failure.status,
                 code: opened.failure.code,
                 message: opened.failure.message
               }
-          yield* sql.withTransaction(
+          const failedHere = yield* sql.withTransaction(
             Effect.gen(function* () {
               const locked = yield* repo.lock(id, undefined, "wait")
-              if (Option.isSome(locked)) {
-                const failed = PaymentStateMachine.settle(locked.value.payment, "failed", { now: after })
-                if (Result.isSuccess(failed)) yield* apply(locked.value, failed.success, after)
+              const current = yield* checkouts.find(id)
+              if (
+                Option.isNone(locked) ||
+                Option.isNone(current) ||
+                current.value.state !== "opening" ||
+                current.value.closing !== null
+              ) {
+                return false
               }
+              const failed = PaymentStateMachine.settle(locked.value.payment, "failed", { now: after })
+              if (Result.isSuccess(failed)) yield* apply(locked.value, failed.success, after)
               // Stripe may have made a session it could not tell us about: the exact request is kept so that the
               // reconciler can send it again under the same Idempotency-Key and expire what it gets (decisions §10).
               yield* checkouts.notOpened(
@@ -426,23 +430,110 @@ export class Payments extends Context.Service<
                   ? { request: openRequest, at: DateTime.addDuration(after, cleanupDelay) }
                   : null
               )
+              return true
             })
           )
+          if (!failedHere) return yield* answerStored(id)
           yield* Effect.logWarning("Live payment failed: the provider did not open a checkout").pipe(
             Effect.annotateLogs({ payment_id: id, provider_answer: said._tag })
           )
-          return Result.fail(
-            new ApiError.ProviderError({
-              message:
-                said._tag === "NoAnswer"
-                  ? "The payment provider did not answer; the payment is stored as failed. Create a new one to retry."
-                  : "The payment provider refused the payment; it is stored as failed. Create a new one to retry.",
-              payment_id: id
-            })
-          )
+          return Result.fail(notOpenedError(id, said._tag === "NoAnswer" ? "NoAnswer" : "Refused")) as OpenAnswer
         },
         Effect.catchTag("PaymentBusy", Effect.die)
       )
+
+      /**
+       * The answer to a live create that finds its payment already made under its Idempotency-Key (the first attempt's
+       * own continuation after its commit, or a retry after the first attempt died): an open checkout → the payment;
+       * a checkout the provider did not open → 502 `provider_error`; one still `opening` is opened now, with the same
+       * request under the same key, so the provider answers with the session it may already have made — outside the
+       * key's transaction (`Claim.commitFirst`); one the clean-up has claimed → 409 in progress (never stored).
+       */
+      const resumeLive = Effect.fnUntraced(function* (stored: StoredPayment, checkout: LiveCheckout, claim: Claim) {
+        switch (checkout.state) {
+          case "open":
+            return Result.succeed(stored.payment) as OpenAnswer
+          case "not_opened":
+            return Result.fail(notOpenedError(stored.payment.id, "Refused")) as OpenAnswer
+          case "opening": {
+            if (checkout.closing !== null) return Result.fail(cleaningUp()) as OpenAnswer
+            if (claim.commitFirst !== null) {
+              yield* claim.commitFirst
+              return Result.succeed(stored.payment) as OpenAnswer
+            }
+            return yield* openAtProvider(stored.payment, checkout)
+          }
+        }
+      })
+
+      /**
+       * A live create with a linked provider account (decisions §10, "Create with a live key"), after rule 5 passed:
+       * the `pending` payment and its `opening` checkout row commit together before the provider hears of it. With an
+       * Idempotency-Key they commit with the key's record (still without an answer) — `Claim.commitFirst` — and the
+       * key's work runs again after that commit, outside its transaction, finding this payment (`resumeLive`). The
+       * provider's Idempotency-Key is derived from the payment id, so every attempt for this payment sends one key.
+       */
+      const openLive = Effect.fnUntraced(function* (input: {
+        readonly link: StoredLink
+        readonly id: Ids.PaymentId
+        readonly scope: Scope
+        readonly draft: CreatePayment.PaymentDraft
+        readonly ttlSeconds: number
+        readonly claim: Claim | undefined
+      }) {
+        const { link, id, scope, draft } = input
+        const now = yield* DateTime.now
+        const transition = PaymentStateMachine.create({
+          id,
+          mode: "live",
+          draft,
+          checkoutUrl: `${baseUrl}/checkout/${id}`,
+          ttlSeconds: input.ttlSeconds,
+          now,
+          provider: "accepted"
+        })
+        // Scoped to application and mode, so two merchants' (or one merchant's test and live) keys never meet.
+        const idempotencyKey = `kassa:${scope.applicationId}:live:payment:${id}`
+        const stored = yield* sql
+          .withTransaction(
+            Effect.gen(function* () {
+              yield* repo.insert(
+                transition.payment,
+                { applicationId: scope.applicationId, idempotencyKey: input.claim?.key ?? null },
+                now
+              )
+              yield* checkouts.insertOpening({ paymentId: id, linkId: link.id, idempotencyKey, now })
+            })
+          )
+          .pipe(Effect.result)
+        if (Result.isFailure(stored)) {
+          // A concurrent create committed this order reference after our check; the unique index caught it.
+          const winner = yield* repo.findBlocking(scope, draft.order_reference)
+          const refusal = CreatePayment.checkOrderReference(
+            Option.match(winner, { onNone: () => null, onSome: (winnerId) => ({ id: winnerId }) })
+          )
+          if (Result.isFailure(refusal)) return Result.fail(refusal.failure)
+          return yield* Effect.die(new Error("order reference conflict without a blocking payment"))
+        }
+        if (input.claim?.commitFirst != null) {
+          // The provider is called by the key's work run again after this commit (resumeLive).
+          yield* input.claim.commitFirst
+          return Result.succeed<Payment.Payment>(transition.payment)
+        }
+        const checkout: LiveCheckout = {
+          paymentId: id,
+          linkId: link.id,
+          state: "opening",
+          idempotencyKey,
+          sessionId: null,
+          checkoutUrl: null,
+          visit: null,
+          visitedAt: null,
+          nextReadAt: null,
+          closing: null
+        }
+        return yield* openAtProvider(transition.payment, checkout)
+      })
 
       const create = Effect.fnUntraced(
         function* (request: CreateRequest) {
@@ -465,7 +556,10 @@ export class Payments extends Context.Service<
           // when creates race), and a `pending` payment is one INSERT, atomic on its own. Only a payment created with
           // events (refused → `failed`) needs one, to commit the payment, its event and its delivery together. With an
           // Idempotency-Key all of this already runs inside the key's transaction (IdempotencyStore).
-          type Answer = Result.Result<Payment.Payment, ApiError.OrderReferenceAlreadyPaid | ApiError.ProviderError>
+          type Answer = Result.Result<
+            Payment.Payment,
+            ApiError.OrderReferenceAlreadyPaid | ApiError.ProviderError | ApiError.IdempotencyRequestInProgress
+          >
           const outcome: Answer = yield* Effect.gen(function* () {
             if (request.idempotency?.takeover === true) {
               // The request that held this key died; if it got as far as the payment, that payment is the answer.
@@ -476,6 +570,12 @@ export class Payments extends Context.Service<
               )
               if (Option.isSome(existing)) {
                 const stored = existing.value
+                if (stored.payment.mode === "live") {
+                  const checkout = yield* checkouts.find(stored.payment.id)
+                  if (Option.isSome(checkout)) {
+                    return (yield* resumeLive(stored, checkout.value, request.idempotency)) as Answer
+                  }
+                }
                 // A payment created `failed` never changes again, so its row was never updated after the insert.
                 const refused =
                   stored.payment.status === "failed" &&
@@ -540,7 +640,7 @@ export class Payments extends Context.Service<
                   scope,
                   draft,
                   ttlSeconds: application.payment_ttl_seconds,
-                  key
+                  claim: request.idempotency
                 })) as Answer
               }
             }

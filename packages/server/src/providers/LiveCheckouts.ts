@@ -13,6 +13,8 @@ export interface LiveCheckout {
   readonly paymentId: Ids.PaymentId
   readonly linkId: ProviderLinkId
   readonly state: "opening" | "open" | "not_opened"
+  /** The Idempotency-Key of the provider call that opens it: every attempt sends the same one. */
+  readonly idempotencyKey: string
   readonly sessionId: string | null
   readonly checkoutUrl: string | null
   readonly visit: ProviderSettlement.CheckoutVisit | null
@@ -27,6 +29,7 @@ const toCheckout = (row: Row): LiveCheckout => ({
   paymentId: String(row.payment_id) as Ids.PaymentId,
   linkId: String(row.link_id) as ProviderLinkId,
   state: row.state as LiveCheckout["state"],
+  idempotencyKey: String(row.idempotency_key),
   sessionId: (row.session_id as string | null) ?? null,
   checkoutUrl: (row.checkout_url as string | null) ?? null,
   visit:
@@ -52,21 +55,41 @@ export class LiveCheckouts extends Context.Service<
       readonly idempotencyKey: string
       readonly now: DateTime.Utc
     }) => Effect.Effect<void>
-    /** The provider's session: the checkout is open, the customer can be sent to `url`. */
+    /**
+     * The provider's session: the checkout is open, the customer can be sent to `url`. Only an `opening` row that no
+     * clean-up has claimed (`closing` null) is opened; false when another writer got there first.
+     */
     readonly opened: (input: {
       readonly paymentId: Ids.PaymentId
       readonly sessionId: string
       readonly url: string
       readonly expiresAt: DateTime.Utc
       readonly now: DateTime.Utc
-    }) => Effect.Effect<void>
-    /** The provider refused or did not answer: the payment is failed, what it said is kept. */
+    }) => Effect.Effect<boolean>
+    /** The provider refused or did not answer: the payment is failed, what it said is kept (an `opening` row only). */
     readonly notOpened: (
       paymentId: Ids.PaymentId,
       answer: unknown,
       now: DateTime.Utc,
       cleanup: { readonly request: OpenRequest; readonly at: DateTime.Utc } | null
     ) => Effect.Effect<void>
+    /**
+     * Claims `opening` rows older than `staleAfter` (a create that died between its provider call and its commit)
+     * with SKIP LOCKED: each is marked `closing = expire` — from then on a merchant's retry leaves it to the clean-up
+     * — and leased until `now + lease`, after which an unfinished one is claimed again.
+     */
+    readonly claimStuck: (options: {
+      readonly now: DateTime.Utc
+      readonly staleAfter: Duration.Duration
+      readonly limit: number
+      readonly lease: Duration.Duration
+    }) => Effect.Effect<ReadonlyArray<LiveCheckout>>
+    /** The clean-up adopts the checkout it found at the provider (paid, or completed and unpaid). */
+    readonly adopt: (input: {
+      readonly paymentId: Ids.PaymentId
+      readonly sessionId: string
+      readonly now: DateTime.Utc
+    }) => Effect.Effect<void>
     /** Claims failed creates whose clean-up is due (SKIP LOCKED, leased like {@link claimDue}), with their request. */
     readonly claimCleanup: (options: {
       readonly now: DateTime.Utc
@@ -146,7 +169,35 @@ export class LiveCheckouts extends Context.Service<
             UPDATE provider_payments
             SET state = 'open', session_id = ${sessionId}, checkout_url = ${url},
                 checkout_expires_at = ${toDate(expiresAt)}, updated_at = ${toDate(now)}
-            WHERE payment_id = ${paymentId}
+            WHERE payment_id = ${paymentId} AND state = 'opening' AND closing IS NULL
+            RETURNING payment_id
+          `.pipe(
+            Effect.map((rows) => rows.length > 0),
+            Effect.orDie
+          ),
+        claimStuck: ({ now, staleAfter, limit, lease }) =>
+          sql<Row>`
+            UPDATE provider_payments
+            SET closing = 'expire', next_read_at = ${toDate(DateTime.addDuration(now, lease))}
+            WHERE payment_id IN (
+              SELECT payment_id FROM provider_payments
+              WHERE state = 'opening' AND created_at <= ${toDate(DateTime.subtractDuration(now, staleAfter))}
+                AND (next_read_at IS NULL OR next_read_at <= ${toDate(now)})
+              ORDER BY created_at
+              LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            )
+            RETURNING *
+          `.pipe(
+            Effect.map((rows) => rows.map(toCheckout)),
+            Effect.orDie
+          ),
+        adopt: ({ paymentId, sessionId, now }) =>
+          sql`
+            UPDATE provider_payments
+            SET state = 'open', session_id = ${sessionId}, closing = NULL, next_read_at = NULL,
+                updated_at = ${toDate(now)}
+            WHERE payment_id = ${paymentId} AND state = 'opening'
           `.pipe(Effect.asVoid, Effect.orDie),
         notOpened: (paymentId, answer, now, cleanup) =>
           sql`
@@ -163,7 +214,7 @@ export class LiveCheckouts extends Context.Service<
                 last_read_at = ${toDate(now)},
                 next_read_at = ${cleanup === null ? null : toDate(cleanup.at)},
                 updated_at = ${toDate(now)}
-            WHERE payment_id = ${paymentId}
+            WHERE payment_id = ${paymentId} AND state = 'opening'
           `.pipe(Effect.asVoid, Effect.orDie),
         claimCleanup: ({ now, limit, lease }) =>
           sql<Row>`

@@ -99,6 +99,12 @@ export interface CheckoutReading {
   readonly paymentIntentId: string | null
 }
 
+/** A checkout found at the provider by the payment it was opened for (the clean-up of creates that died). */
+export interface FoundCheckout {
+  readonly sessionId: string
+  readonly reading: CheckoutReading
+}
+
 export interface RefundRequest {
   readonly refundId: Ids.RefundId
   readonly paymentIntentId: string
@@ -119,11 +125,7 @@ export interface RefundReading {
 export type EventSubject =
   | { readonly _tag: "Checkout"; readonly sessionId: string }
   | { readonly _tag: "Refund"; readonly providerRefundId: string }
-  | {
-      readonly _tag: "Charge"
-      readonly paymentIntentId: string | null
-      readonly providerRefundIds: ReadonlyArray<string>
-    }
+  | { readonly _tag: "Charge"; readonly paymentIntentId: string | null }
   | { readonly _tag: "Other" }
 
 export interface ProviderEvent {
@@ -153,6 +155,18 @@ export class ProviderConnector extends Context.Service<
     ) => Effect.Effect<{ readonly _tag: "Retired" } | NoAnswer, ProviderRefused>
     readonly open: (link: LinkAccess, request: OpenRequest) => Effect.Effect<OpenedCheckout | NoAnswer, ProviderRefused>
     readonly read: (link: LinkAccess, sessionId: string) => Effect.Effect<CheckoutReading | NoAnswer, ProviderRefused>
+    /**
+     * The checkouts the provider has for a payment, opened between `from` and `to` (a read: nothing is created), for
+     * a create whose answer Kassa never stored.
+     */
+    readonly findCheckouts: (
+      link: LinkAccess,
+      paymentId: Ids.PaymentId,
+      window: { readonly from: DateTime.Utc; readonly to: DateTime.Utc }
+    ) => Effect.Effect<
+      { readonly _tag: "Found"; readonly checkouts: ReadonlyArray<FoundCheckout> } | NoAnswer,
+      ProviderRefused
+    >
     /** Expires an open checkout; one no longer open is read instead, so the answer is what the provider says now. */
     readonly close: (link: LinkAccess, sessionId: string) => Effect.Effect<CheckoutReading | NoAnswer, ProviderRefused>
     readonly refund: (
@@ -164,6 +178,11 @@ export class ProviderConnector extends Context.Service<
       providerRefundId: string,
       unknownAs: Ids.RefundId
     ) => Effect.Effect<RefundReading | NoAnswer, ProviderRefused>
+    /** The refunds of a provider payment (a `charge.refunded` event names the payment, not its refunds). */
+    readonly listRefunds: (
+      link: LinkAccess,
+      paymentIntentId: string
+    ) => Effect.Effect<{ readonly _tag: "Refunds"; readonly ids: ReadonlyArray<string> } | NoAnswer, ProviderRefused>
     /** Verifies an event's signature against the link's endpoint secret and says what it is about. */
     readonly parseEvent: (
       link: LinkAccess,

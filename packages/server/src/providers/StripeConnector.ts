@@ -156,14 +156,10 @@ export const eventSubject = (event: Stripe.Event): EventSubject => {
     case "refund.failed":
       return { _tag: "Refund", providerRefundId: object.id }
     case "charge.refunded": {
+      // A Charge has carried no `refunds` list since API version 2022-11-15 (https://docs.stripe.com/upgrades#2022-11-15):
+      // its refunds are listed by payment intent ({@link ProviderConnector.listRefunds}).
       const charge = object as unknown as Stripe.Charge
-      // `refunds` is no longer expanded on charges by default (API 2022-11-15); when it is there, it names them.
-      const refunds = charge.refunds?.data ?? []
-      return {
-        _tag: "Charge",
-        paymentIntentId: idOf(charge.payment_intent),
-        providerRefundIds: refunds.map((refund) => refund.id)
-      }
+      return { _tag: "Charge", paymentIntentId: idOf(charge.payment_intent) }
     }
     default:
       return { _tag: "Other" }
@@ -335,6 +331,60 @@ export const layerWith = (options: StripeConnectorOptions = {}) =>
           )
         }),
         read,
+        findCheckouts: Effect.fn("StripeConnector.findCheckouts")(function* (link, paymentId, window) {
+          // Checkout Sessions cannot be searched by metadata (https://docs.stripe.com/search#supported-query-fields-for-each-resource
+          // lists no sessions), so the sessions created in the window are listed
+          // (https://docs.stripe.com/api/checkout/sessions/list#list_checkout_sessions-created) and matched by
+          // `client_reference_id` / `metadata[kassa_payment_id]`. At most 10 pages of 100: a create's window is minutes.
+          const params: Stripe.Checkout.SessionListParams = {
+            created: {
+              gte: Math.floor(DateTime.toEpochMillis(window.from) / 1000),
+              lte: Math.ceil(DateTime.toEpochMillis(window.to) / 1000)
+            },
+            limit: 100,
+            expand: ["data.payment_intent"]
+          }
+          return yield* withLink(
+            link,
+            async (stripe) => {
+              const found: Array<Stripe.Checkout.Session> = []
+              let startingAfter: string | undefined
+              for (let page = 0; page < 10; page++) {
+                const list = await stripe.checkout.sessions.list(
+                  startingAfter === undefined ? params : { ...params, starting_after: startingAfter }
+                )
+                for (const session of list.data) {
+                  if (session.client_reference_id === paymentId || session.metadata?.kassa_payment_id === paymentId) {
+                    found.push(session)
+                  }
+                }
+                const last = list.data.at(-1)
+                if (!list.has_more || last === undefined) break
+                startingAfter = last.id
+              }
+              return found
+            },
+            (sessions) => ({
+              _tag: "Found" as const,
+              checkouts: sessions.map((session) => ({ sessionId: session.id, reading: checkoutReading(session) }))
+            })
+          )
+        }),
+        listRefunds: Effect.fn("StripeConnector.listRefunds")(function* (link, paymentIntentId) {
+          return yield* withLink(
+            link,
+            async (stripe) => {
+              const ids: Array<string> = []
+              // A payment has few refunds; Stripe caps them anyway by the amount. Pages of 100, newest first.
+              for await (const refund of stripe.refunds.list({ payment_intent: paymentIntentId, limit: 100 })) {
+                ids.push(refund.id)
+                if (ids.length >= 1000) break
+              }
+              return ids.reverse()
+            },
+            (ids) => ({ _tag: "Refunds" as const, ids })
+          )
+        }),
         close: Effect.fn("StripeConnector.close")(function* (link, sessionId) {
           const expired = yield* withLink(
             link,

@@ -539,12 +539,8 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
     const charge = charges.get(chargeId)
     if (charge === undefined) return
     const { succeeded } = refundTotals(chargeId)
-    const list = [...refunds.values()]
-      .filter((refund) => refund.object.charge === chargeId)
-      .map((refund) => refund.object)
     charge.object.amount_refunded = succeeded
     charge.object.refunded = succeeded >= Number(charge.object.amount)
-    charge.object.refunds = { ...(charge.object.refunds as JsonObject), data: list }
   }
 
   const complete = (
@@ -563,10 +559,13 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
     const intentData = session["~payment_intent_data"]
     const metadata = isObject(intentData) && isObject(intentData.metadata) ? intentData.metadata : {}
     const paid = !delayed
+    // Since API version 2022-11-15 a Charge no longer carries its `refunds` list, not even in events: they are listed
+    // with GET /v1/refunds?charge=… or ?payment_intent=… (https://docs.stripe.com/upgrades#2022-11-15).
+    const { refunds: _noRefundsList, ...chargeFixture } = fixture("charge")
     charges.set(chargeId, {
       account,
       object: {
-        ...fixture("charge"),
+        ...chargeFixture,
         id: chargeId,
         amount,
         amount_captured: paid ? amount : 0,
@@ -579,7 +578,6 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
         paid,
         payment_intent: intentId,
         refunded: false,
-        refunds: { data: [], has_more: false, object: "list", url: `/v1/charges/${chargeId}/refunds` },
         status: paid ? "succeeded" : "pending",
         source: null,
         transfer_data: null
@@ -708,6 +706,36 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
     return clone(stored.object)
   }
 
+  /**
+   * A list page as Stripe answers one (https://docs.stripe.com/api/pagination): newest first, `limit` 1–100
+   * (default 10), `starting_after` the last id of the previous page, `created[gt|gte|lt|lte]` filters
+   * (https://docs.stripe.com/api/checkout/sessions/list#list_checkout_sessions-created).
+   */
+  const listPage = (items: ReadonlyArray<JsonObject>, params: JsonObject, url: string): JsonObject => {
+    const limit = params.limit === undefined ? 10 : Number(params.limit)
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      throw invalidRequest("Invalid integer: limit must be between 1 and 100.", { param: "limit" })
+    }
+    const created = isObject(params.created) ? params.created : {}
+    const bound = (name: string) => (created[name] === undefined ? undefined : Number(created[name]))
+    const [gt, gte, lt, lte] = [bound("gt"), bound("gte"), bound("lt"), bound("lte")]
+    const matching = items
+      .filter((item) => {
+        const at = Number(item.created)
+        return (
+          (gt === undefined || at > gt) &&
+          (gte === undefined || at >= gte) &&
+          (lt === undefined || at < lt) &&
+          (lte === undefined || at <= lte)
+        )
+      })
+      .reverse()
+    const after = typeof params.starting_after === "string" ? params.starting_after : null
+    const start = after === null ? 0 : matching.findIndex((item) => item.id === after) + 1
+    const page = matching.slice(start, start + limit)
+    return { object: "list", data: page, has_more: start + limit < matching.length, url }
+  }
+
   // ---- The API -----------------------------------------------------------------------------------------------
 
   type Route = (
@@ -782,6 +810,29 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
       }
     },
     {
+      // https://docs.stripe.com/api/checkout/sessions/list: the account's sessions, newest first; `status` filters;
+      // `expand[]=data.payment_intent` expands each (https://docs.stripe.com/expand#lists).
+      method: "GET",
+      path: /^\/v1\/checkout\/sessions$/,
+      run: (account, params) => {
+        const expand = params.expand
+        const fields = expand === undefined ? [] : Array.isArray(expand) ? expand.map(String) : [String(expand)]
+        const inner = fields.map((field) => field.replace(/^data\./, ""))
+        if (fields.some((field) => !field.startsWith("data."))) {
+          throw invalidRequest("Expansions of a list start with `data.`.", { param: "expand" })
+        }
+        const owned = [...sessions.values()]
+          .filter((stored) => stored.account === account.id)
+          .map((stored) => stored.object)
+          .filter((session) => params.status === undefined || session.status === params.status)
+        const page = listPage(owned, params, "/v1/checkout/sessions")
+        const data = (page.data as ReadonlyArray<JsonObject>).map((session) =>
+          expanded(account.id, view(session), inner.length === 0 ? {} : { expand: inner })
+        )
+        return { ...page, data }
+      }
+    },
+    {
       // https://docs.stripe.com/api/checkout/sessions/retrieve
       method: "GET",
       path: /^\/v1\/checkout\/sessions\/([^/]+)$/,
@@ -821,6 +872,22 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
       method: "POST",
       path: /^\/v1\/refunds$/,
       run: (account, params, _match, request) => newRefund(account.id, params, request)
+    },
+    {
+      // https://docs.stripe.com/api/refunds/list: newest first, filtered by `charge` or `payment_intent`.
+      method: "GET",
+      path: /^\/v1\/refunds$/,
+      run: (account, params) => {
+        const owned = [...refunds.values()]
+          .filter((stored) => stored.account === account.id)
+          .map((stored) => clone(stored.object))
+          .filter(
+            (refund) =>
+              (params.charge === undefined || refund.charge === params.charge) &&
+              (params.payment_intent === undefined || refund.payment_intent === params.payment_intent)
+          )
+        return listPage(owned, params, "/v1/refunds")
+      }
     },
     {
       // https://docs.stripe.com/api/refunds/retrieve
