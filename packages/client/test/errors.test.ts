@@ -3,6 +3,9 @@
  * typed SDK error. Answers come from the fault proxy, so codes the real server rarely gives (server_error, the
  * retryable 409s, http_error) are covered too; server.test.ts gets the others from the real server.
  */
+
+import { readFileSync } from "node:fs"
+import * as sdk from "@kassa/client"
 import {
   type AnyKassaError,
   ConnectionError,
@@ -19,7 +22,7 @@ import {
   UnexpectedResponseError,
   ValidationFailedError
 } from "@kassa/client"
-import { ApiError } from "@kassa/core"
+import { ApiError, ErrorEnvelope } from "@kassa/core"
 import { Effect } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { type RunningServer, startServer } from "../../server/test/support/TestServer.ts"
@@ -85,32 +88,48 @@ const expectedFields = (error: ApiError.ApiError) => {
 }
 
 describe("error classes", () => {
-  it("one class per code of the catalogue, named after it", () => {
-    expect(Object.keys(errorClasses).sort()).toEqual(
-      Object.values(ApiError.catalogue)
-        .map(({ code }) => code)
-        .sort()
-    )
+  it("every code of the catalogue has its class, exported under the catalogue's name, with the row's code and fields", () => {
+    const catalogue = Object.entries(ApiError.catalogue)
+    expect(Object.keys(errorClasses).sort()).toEqual(catalogue.map(([, { code }]) => code).sort())
     expect(new Set(samples.map(({ _tag }) => _tag))).toEqual(new Set(Object.keys(ApiError.catalogue)))
-    for (const [code, ErrorClass] of Object.entries(errorClasses)) {
-      const error = new ErrorClass({
-        message: "m",
-        status: 400,
-        requestId: "req_1",
-        payment_id: paymentId,
-        payment_status: "paid",
-        fields: {},
-        min_amount: 1,
-        max_amount: 1,
-        refundable_amount: 1,
-        docs_url: "https://kassa.example"
-      })
-      expect(error.code).toBe(code)
-      expect(error.name).toBe(error._tag)
+    for (const [tag, row] of catalogue) {
+      const ErrorClass = errorClasses[row.code]
+      const name = tag.endsWith("Error") ? tag : `${tag}Error`
+      expect(ErrorClass.name, row.code).toBe(name)
+      expect((sdk as Readonly<Record<string, unknown>>)[name], name).toBe(ErrorClass)
+      expect(ErrorClass.code).toBe(row.code)
+      const fields = ApiError.addedFields(tag as ApiError.ApiErrorTag).map((field) =>
+        field === "status" ? "payment_status" : field
+      )
+      const init = Object.fromEntries(fields.map((field) => [field, `${field} value`]))
+      const error = new ErrorClass({ message: "m", status: 400, requestId: "req_1", ...init } as never)
+      expect(error.code).toBe(row.code)
+      expect(error._tag).toBe(name)
+      expect(error.name).toBe(name)
+      expect(error).toMatchObject(init)
       expect(error).toBeInstanceOf(KassaApiError)
       expect(error).toBeInstanceOf(KassaError)
       expect(error).toBeInstanceOf(Error)
-      expect(String(error)).toBe(`${error._tag}: m`)
+      expect(String(error)).toBe(`${name}: m`)
+    }
+  })
+
+  it("the README's table of errors is the catalogue's: class, code, status and fields of every code", () => {
+    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8")
+    const rows = [...readme.matchAll(/^\| `(\w+)` \| `(\w+)` \| ([\d, ]+) \|(.*)\|$/gm)].map(
+      ([, name, code, status, fields]) => ({ name, code, status, fields })
+    )
+    expect(rows.map(({ code }) => code).sort()).toEqual(Object.keys(errorClasses).sort())
+    for (const { name, code, status, fields } of rows) {
+      const row = ApiError.byCode[code as ApiError.ErrorCode]
+      expect(name, code).toBe(errorClasses[row.code].name)
+      expect(status, code).toBe(
+        code === "http_error" ? Object.keys(ErrorEnvelope.httpErrors).join(", ") : String(row.status)
+      )
+      const tag = Object.entries(ApiError.catalogue).find(([, { code: c }]) => c === code)?.[0] as ApiError.ApiErrorTag
+      for (const field of ApiError.addedFields(tag)) {
+        expect(fields, code).toContain(`\`${field === "status" ? "payment_status" : field}\``)
+      }
     }
   })
 

@@ -37,6 +37,35 @@ describe("the error catalogue", () => {
     assert.deepStrictEqual([...catalogued].sort(), [...specification].sort())
   })
 
+  it("gives every code exactly one status, and every row the class of its own tag", () => {
+    const rows = Object.entries(ApiError.catalogue)
+    const codes = rows.map(([, { code }]) => code)
+    assert.strictEqual(new Set(codes).size, codes.length, "a code stands in two rows")
+    for (const [tag, row] of rows) {
+      assert.isTrue(Number.isInteger(row.status) && row.status >= 400 && row.status <= 599, row.code)
+      assert.strictEqual(row.error.identifier, tag)
+      assert.strictEqual(ApiError.byCode[row.code as ApiError.ErrorCode], row)
+      assert.include(["never", "wait", "backoff"], row.retry, row.code)
+      assert.isNotEmpty(row.description, row.code)
+    }
+  })
+
+  it("retries as the specification's retry rules say", () => {
+    const retried = Object.values(ApiError.catalogue).filter(({ retry }) => retry !== "never")
+    assert.sameMembers(
+      retried.map(({ code, retry }) => `${code} ${retry}`),
+      [
+        // Rule 1's exceptions: the same request may get another answer after a wait.
+        "idempotency_request_in_progress wait",
+        "payment_busy wait",
+        "rate_limited wait",
+        // Rule 2: 5xx may be retried, except provider_error, final for its Idempotency-Key (a new payment needs a
+        // new key).
+        "server_error backoff"
+      ]
+    )
+  })
+
   it("each class carries its status for HttpApi", () => {
     assert.strictEqual(ApiError.statusOf(new ApiError.NotFound({ message: "m" })), 404)
     assert.strictEqual(ApiError.statusOf(new ApiError.HttpError({ message: "m", httpStatus: 405 })), 405)
