@@ -10,8 +10,8 @@ import type { Duplex } from "node:stream"
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { ApiError, InvalidRequest, MerchantApi } from "@kassa/core"
-import { ByteSize, Duration, Effect, Layer, Schema } from "effect"
-import { HttpIncomingMessage, HttpMiddleware, HttpRouter } from "effect/http"
+import { ByteSize, Duration, Effect, Layer, Option, Schema } from "effect"
+import { HttpIncomingMessage, HttpMiddleware, HttpRouter, type HttpServerRequest } from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { ApiKeyRepository } from "./applications/ApiKeyRepository.ts"
 import { ApplicationRepository } from "./applications/ApplicationRepository.ts"
@@ -245,10 +245,17 @@ const BodyLimit = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.mebiby
  * process-wide registry: a registry provided here would miss updates made from fibers outside the server's own.
  */
 const Observability = Layer.mergeAll(
-  Layer.sync(HttpMiddleware.SpanNameGenerator, () => {
-    const templateOf = ResponseMiddleware.routeTemplates(knownRoutes())
-    return (request) => `${request.method} ${templateOf(request.method, request.url.split("?")[0] ?? request.url)}`
-  }),
+  // Without an exporter no span leaves the process, so its name is not worth a route lookup on every request.
+  Layer.effect(
+    HttpMiddleware.SpanNameGenerator,
+    Effect.gen(function* () {
+      const config = yield* ServerConfig
+      if (Option.isNone(config.otlpUrl)) return (request: HttpServerRequest.HttpServerRequest) => request.method
+      const templateOf = ResponseMiddleware.routeTemplates(knownRoutes())
+      return (request: HttpServerRequest.HttpServerRequest) =>
+        `${request.method} ${templateOf(request.method, request.url.split("?")[0] ?? request.url)}`
+    })
+  ),
   Tracing.layer
 )
 

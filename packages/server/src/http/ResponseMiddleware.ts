@@ -11,7 +11,18 @@
  *   APIs, whose answers carry payer data no cache may keep.
  */
 import { ApiError, PaymentsApi } from "@kassa/core"
-import { Cause, Duration, Effect, type Exit, Fiber, Option, Redacted, type Types } from "effect"
+import {
+  Cause,
+  Context,
+  Duration,
+  Effect,
+  type Exit,
+  type Fiber,
+  type Option,
+  Redacted,
+  Tracer,
+  type Types
+} from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { MerchantAuth } from "../auth/Authentication.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
@@ -46,41 +57,59 @@ const isDeadlineExceeded = (cause: Cause.Cause<unknown>) =>
   cause.reasons.some((reason) => Cause.isDieReason(reason) && reason.defect instanceof DeadlineExceeded)
 
 /**
- * Runs `effect` for at most `deadline`: `None` past it. The work runs in its own fiber so the answer does not
- * wait for the interruption to complete — cancelling a statement on a silent connection takes seconds (the
- * driver sends a cancel and drains it) — and it is interrupted behind the answer.
+ * Runs `effect` in its own fiber for at most `millis`, then `settle(fiber, exit)` — the exit, or `undefined` past the
+ * deadline, when the fiber is interrupted behind the answer: cancelling a statement on a silent connection takes
+ * seconds (the driver sends a cancel and drains it), and the answer must not wait for it. `settle` also sees the
+ * fiber, whose context tells what it got to (the route it matched).
+ *
+ * One timer and an observer of the fiber, not `timeoutOption`'s race of fibers, and the interruption signalled
+ * without a fiber of its own: this runs on every request (the race cost 50–100 µs of CPU a GET in `pnpm bench`).
  */
+const within = <A, E, R, B, E2>(
+  effect: Effect.Effect<A, E, R>,
+  millis: number,
+  settle: (fiber: Fiber.Fiber<A, E>, exit: Exit.Exit<A, E> | undefined) => Effect.Effect<B, E2>
+): Effect.Effect<B, E2, R> =>
+  Effect.flatMap(Effect.forkDetach(effect), (fiber) =>
+    Effect.callback<B, E2>((resume) => {
+      let stopObserving: (() => void) | undefined
+      const timer = setTimeout(() => {
+        stopObserving?.()
+        fiber.interruptUnsafe()
+        resume(settle(fiber, undefined))
+      }, millis)
+      stopObserving = fiber.addObserver((exit) => {
+        clearTimeout(timer)
+        resume(settle(fiber, exit))
+      })
+      // The request itself interrupted (the client went away): so is its work.
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        stopObserving?.()
+        fiber.interruptUnsafe()
+      })
+    })
+  )
+
+/** Runs `effect` for at most `deadline`: `None` past it, the work interrupted behind the answer. */
 export const withDeadline = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
   deadline: Duration.Duration
 ): Effect.Effect<Option.Option<A>, E, R> =>
-  Effect.gen(function* () {
-    const fiber = yield* Effect.forkDetach(effect)
-    const interrupt = Effect.forkDetach(Fiber.interrupt(fiber))
-    const millis = Duration.toMillis(deadline)
-    // One timer and an observer of the fiber, not `timeoutOption`'s race of fibers: this runs on every request, and
-    // the race cost 50–100 µs of CPU a GET (an A/B of two builds in `pnpm bench`).
-    const exit = yield* Effect.callback<Option.Option<Exit.Exit<A, E>>>((resume) => {
-      let stopObserving: (() => void) | undefined
-      const timer = setTimeout(() => {
-        stopObserving?.()
-        resume(Effect.succeedNone)
-      }, millis)
-      stopObserving = fiber.addObserver((exit) => {
-        clearTimeout(timer)
-        resume(Effect.succeedSome(exit))
-      })
-      return Effect.sync(() => {
-        clearTimeout(timer)
-        stopObserving?.()
-      })
-    }).pipe(Effect.onInterrupt(() => interrupt))
-    if (Option.isNone(exit)) {
-      yield* interrupt
-      return Option.none()
-    }
-    return Option.some(yield* exit.value)
-  })
+  within(effect, Duration.toMillis(deadline), (_, exit) =>
+    exit === undefined ? Effect.succeedNone : Effect.asSome(exit)
+  )
+
+/** The template of the route the router matched in `fiber`'s context (`/api/v1/payments/:id`), if it did. */
+const matchedRoute = (fiber: Fiber.Fiber<unknown, unknown>) =>
+  Context.getOrUndefined(fiber.context, HttpRouter.RouteContext)?.route.path
+
+const apiHeaders = (id: string) => ({
+  "request-id": id,
+  "x-content-type-options": "nosniff",
+  "cache-control": "no-store"
+})
+const pageHeaders = (id: string) => ({ "request-id": id, "x-content-type-options": "nosniff" })
 
 const isApiPath = (path: string) =>
   path.startsWith(`${PaymentsApi.apiPrefix}/`) || path.startsWith(`${operatorPrefix}/`) || path === operatorPrefix
@@ -92,8 +121,9 @@ const bearerCredential = (request: HttpServerRequest.HttpServerRequest) => {
 }
 
 /**
- * The route template a request matched (`/api/v1/payments/:id`), for metric labels and span names: never the raw
- * path, whose ids would make a series per payment. Requests no route takes are `unmatched`.
+ * The route template a request will match (`/api/v1/payments/:id`), for span names, which are given before the
+ * router runs: never the raw path, whose ids would make a name per payment. Requests no route takes are `unmatched`.
+ * (Metric labels take the template from the router itself, after it matched.)
  */
 export const routeTemplates = (routes: ReadonlyArray<RouteFallback.KnownRoute>) => {
   const index = FindMyWay.make<string>({ caseSensitive: true, ignoreDuplicateSlashes: false })
@@ -112,7 +142,6 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
   HttpRouter.middleware(
     Effect.gen(function* () {
       const fallback = RouteFallback.make(routes)
-      const templateOf = routeTemplates(routes)
       const auth = yield* MerchantAuth
       const { requestDeadline } = yield* ServerConfig
 
@@ -125,19 +154,36 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
         )
       }
 
+      const deadline = Duration.toMillis(requestDeadline)
+      const timedOut = (id: string) =>
+        Effect.logWarning("Request exceeded its deadline; answered 503").pipe(
+          Effect.annotateLogs({ request_id: id, deadline: Duration.format(requestDeadline) }),
+          Effect.as(overDeadline)
+        )
+
       // Every failure is answered here; the declared `unhandled` only satisfies the router's typing.
       return (
         effect
       ): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled, HttpServerRequest.HttpServerRequest> =>
-        Effect.gen(function* () {
+        Effect.withFiber((parent) => {
           const id = `req_${crypto.randomUUID().replaceAll("-", "")}`
           const started = performance.now()
-          const request = yield* HttpServerRequest.HttpServerRequest
-          const path = request.url.split("?")[0] ?? request.url
-          const route = templateOf(request.method, path)
-          // The request's span (effect's HTTP tracer, a parent taken from `traceparent`) carries the id the client sees.
-          yield* Effect.annotateCurrentSpan({ "kassa.request_id": id, "http.route": route })
-          const answered = effect.pipe(
+          const request = Context.getUnsafe(parent.context, HttpServerRequest.HttpServerRequest)
+          // The request's span (effect's HTTP tracer, a parent taken from `traceparent`) carries the id the client
+          // sees; an unsampled span is never exported, so it is not annotated.
+          const span = Context.getOrUndefined(parent.context, Tracer.ParentSpan)
+          const annotated = span?._tag === "Span" && span.sampled ? span : undefined
+          annotated?.attribute("kassa.request_id", id)
+          // The route label comes from the router that took the request (its RouteContext, read as the routed work
+          // ends, before an enclosing step restores the context), so the path is matched once.
+          let route: string | undefined
+          const routed = Effect.onExit(effect, () =>
+            Effect.withFiber((fiber) => {
+              route = matchedRoute(fiber)
+              return Effect.void
+            })
+          )
+          const answered = routed.pipe(
             Effect.catch((error) =>
               HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
                 ? unrouted(request)
@@ -158,33 +204,33 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
             ),
             Effect.annotateLogs({ request_id: id })
           )
-          const response = yield* withDeadline(answered, requestDeadline).pipe(
-            Effect.flatMap(
-              Option.match({
-                onSome: Effect.succeed,
-                onNone: () =>
-                  Effect.logWarning("Request exceeded its deadline; answered 503").pipe(
-                    Effect.annotateLogs({ request_id: id, deadline: Duration.format(requestDeadline) }),
-                    Effect.as(overDeadline)
-                  )
-              })
-            )
-          )
-          yield* Metrics.recordRequest(request.method, route, response.status, Metrics.secondsSince(started))
-          // One line per request, with the id the client sees (the router's own request log is off).
-          yield* Effect.logInfo("Sent HTTP response").pipe(
-            Effect.annotateLogs({
-              request_id: id,
-              "http.method": request.method,
-              "http.path": path,
-              "http.status": response.status,
-              duration_ms: Math.round(performance.now() - started)
+          return within(answered, deadline, (fiber, exit) => {
+            // A request past its deadline counts under the route it reached: its work is still in it.
+            const label = route ?? matchedRoute(fiber) ?? "unmatched"
+            const answer = exit === undefined ? timedOut(id) : exit
+            return Effect.flatMap(answer, (response) => {
+              const query = request.url.indexOf("?")
+              const path = query === -1 ? request.url : request.url.slice(0, query)
+              Metrics.recordRequestUnsafe(
+                parent.context,
+                request.method,
+                label,
+                response.status,
+                Metrics.secondsSince(started)
+              )
+              if (label === "unmatched") annotated?.attribute("http.route", label)
+              // One line per request, with the id the client sees (the router's own request log is off).
+              return Effect.logInfo("Sent HTTP response").pipe(
+                Effect.annotateLogs({
+                  request_id: id,
+                  "http.method": request.method,
+                  "http.path": path,
+                  "http.status": response.status,
+                  duration_ms: Math.round(performance.now() - started)
+                }),
+                Effect.as(HttpServerResponse.setHeaders(response, isApiPath(path) ? apiHeaders(id) : pageHeaders(id)))
+              )
             })
-          )
-          return HttpServerResponse.setHeaders(response, {
-            "request-id": id,
-            "x-content-type-options": "nosniff",
-            ...(isApiPath(path) ? { "cache-control": "no-store" } : {})
           })
         })
     }),

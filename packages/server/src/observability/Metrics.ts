@@ -5,7 +5,7 @@
  * e-mail address or an amount, so a series count stays bounded and a scrape carries no payer data.
  */
 import type { Mode } from "@kassa/core"
-import { Effect, Metric } from "effect"
+import { type Context, Effect, Metric } from "effect"
 
 /** Request latencies: 5 ms to 15 s (the default request deadline). */
 const httpBoundaries = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15]
@@ -72,14 +72,55 @@ export const eventLoopLagMax = Metric.gauge("kassa_event_loop_lag_max_seconds", 
 /** Seconds since `started` (a `performance.now()` reading). */
 export const secondsSince = (started: number) => (performance.now() - started) / 1000
 
-/** Counts one answered request and its latency. `route` is the template (`/api/v1/payments/:id`), never the path. */
-export const recordRequest = (method: string, route: string, status: number, seconds: number) => {
-  const attributes = { method, route, status: String(status) }
-  return Effect.andThen(
-    Metric.update(Metric.withAttributes(httpRequests, attributes), 1),
-    Metric.update(Metric.withAttributes(httpRequestDuration, attributes), seconds)
-  )
+/** One request series' metrics, attributes fixed: built once per method, route and status, not per request. */
+interface RequestSeries {
+  readonly count: Metric.Counter<number>
+  readonly duration: Metric.Histogram<number>
 }
+// Bounded: Node's parser takes a fixed list of methods, routes are templates, statuses a small set.
+const requestSeries = new Map<string, RequestSeries>()
+
+const seriesOf = (method: string, route: string, status: number): RequestSeries => {
+  const key = `${method} ${status} ${route}`
+  let series = requestSeries.get(key)
+  if (series === undefined) {
+    const attributes = { method, route, status: String(status) }
+    series = {
+      count: Metric.counter(httpRequests.id, { description: httpRequests.description, incremental: true, attributes }),
+      duration: Metric.histogram(httpRequestDuration.id, {
+        description: httpRequestDuration.description,
+        boundaries: httpBoundaries,
+        attributes
+      })
+    }
+    requestSeries.set(key, series)
+  }
+  return series
+}
+
+/**
+ * Counts one answered request and its latency, in the registry of `context`. `route` is the template
+ * (`/api/v1/payments/:id`), never the path. On every request: no effect to run and no series key computed again
+ * (a `Metric.withAttributes` per request cost both).
+ */
+export const recordRequestUnsafe = (
+  context: Context.Context<never>,
+  method: string,
+  route: string,
+  status: number,
+  seconds: number
+) => {
+  const series = seriesOf(method, route, status)
+  series.count.updateUnsafe(1, context)
+  series.duration.updateUnsafe(seconds, context)
+}
+
+/** {@link recordRequestUnsafe} as an effect. */
+export const recordRequest = (method: string, route: string, status: number, seconds: number) =>
+  Effect.withFiber((fiber) => {
+    recordRequestUnsafe(fiber.context, method, route, status, seconds)
+    return Effect.void
+  })
 
 export const recordPaymentCreated = (mode: Mode.Mode, outcome: "accepted" | "refused") =>
   Metric.update(Metric.withAttributes(paymentsCreated, { mode, outcome }), 1)
