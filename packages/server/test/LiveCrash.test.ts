@@ -1,0 +1,238 @@
+/**
+ * A server process killed with SIGKILL between its Stripe call and the answer (issue 12 §6, decisions §4 and §10),
+ * PostgreSQL only like test/Crash.test.ts (the killed process's transactions and advisory locks end with its
+ * connections there). Stripe is the stateful fake, reached by the real server through the `stripe` SDK; it runs the
+ * Checkout Session create and keeps the answer (`hang-after`), or keeps the request without running it (`hang`).
+ *
+ * What must hold: the payment and its idempotency record were committed before Stripe heard of the payment, so after
+ * the restart the merchant's retry with the same Idempotency-Key finds that payment — 409 in progress while the dead
+ * request's lock lasts (§4: at most 60 s), then it finishes opening it with the same request under the same Stripe
+ * key — and ends `pending` with its checkout, with exactly one Checkout Session at Stripe for it, never a second
+ * payment. (Before the fix the payment rolled back with the dead transaction, the retry made a new payment id under
+ * the same Stripe key, Stripe answered `idempotency_error`, and the payment ended `failed`.)
+ *
+ * The 60 s lock is not waited out: the test moves the record's `locked_at` back by 61 s, which is what waiting does
+ * to the decision (core `IdempotencyDecision.decide` compares it with the time).
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { NodeCrypto } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Application } from "@kassa/core"
+import { Effect, Layer, Option, Redacted } from "effect"
+import type { SqlClient } from "effect/sql"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
+import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
+import { ServerConfig } from "../src/config/ServerConfig.ts"
+import * as Database from "../src/database/Database.ts"
+import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import { type FakeStripe, type Fault, startFakeStripe } from "./support/FakeStripe.ts"
+import { type ServerProcess, startServerProcess } from "./support/ServerProcess.ts"
+import { databases, freePort, maintenance, postgresUrl } from "./support/TestServer.ts"
+
+const adminToken = "live-crash-admin-token-0123456789abcdef"
+const secretKey = "live-crash-secret-key-0123456789abcdef"
+
+const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
+
+interface Answer {
+  readonly status: number
+  readonly text: string
+  readonly headers: Headers
+}
+
+describe.runIf(databases.includes("postgres"))("a server killed between its Stripe call and the commit", () => {
+  const dbName = `kassa_live_crash_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
+  const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()
+  const dataDir = mkdtempSync(join(tmpdir(), "kassa-live-crash-"))
+  let port = 0
+  let fake: FakeStripe
+  let server: ServerProcess | undefined
+  let liveKey = ""
+  let applicationId = ""
+
+  const startChild = async () => {
+    server = await startServerProcess({
+      port,
+      env: {
+        DATABASE_URL: databaseUrl,
+        KASSA_ADMIN_TOKEN: adminToken,
+        KASSA_SECRET_KEY: secretKey,
+        KASSA_ENV: "development",
+        KASSA_DATA_DIR: dataDir,
+        KASSA_BASE_URL: `http://127.0.0.1:${port}`,
+        KASSA_STRIPE_API_URL: fake.url
+      },
+      timeoutMs: 60_000
+    })
+  }
+
+  const query = <A extends object>(run: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>
+    Effect.runPromise(
+      Effect.gen(function* () {
+        return yield* run(yield* PgClient.PgClient)
+      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })), Effect.scoped)
+    )
+
+  const request = async (path: string, init: { method?: string; key: string; body?: unknown; headers?: object }) => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method: init.method ?? "GET",
+      redirect: "manual",
+      headers: {
+        authorization: `Bearer ${init.key}`,
+        accept: "application/json",
+        ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+        ...init.headers
+      },
+      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+    })
+    return { status: response.status, text: await response.text(), headers: response.headers } satisfies Answer
+  }
+
+  const create = (idempotencyKey: string, orderReference: string) =>
+    request("/api/v1/payments", {
+      method: "POST",
+      key: liveKey,
+      body: { amount: 4200, order_reference: orderReference, description: "One teapot" },
+      headers: { "idempotency-key": idempotencyKey }
+    })
+
+  const sessionsOf = (paymentId: string) => fake.sessions().filter((s) => s.client_reference_id === paymentId)
+
+  beforeAll(async () => {
+    port = await freePort()
+    fake = await startFakeStripe()
+    await maintenance(`CREATE DATABASE ${dbName}`)
+    const config = ServerConfig.layerWith({
+      databaseUrl: Option.some(Redacted.make(databaseUrl)),
+      adminToken: Option.some(Redacted.make(adminToken)),
+      secretKey: Option.some(Redacted.make(secretKey)),
+      dataDir
+    })
+    const fixture = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
+      Layer.provideMerge(Database.layer),
+      Layer.provideMerge(ServerSecrets.layer),
+      Layer.provideMerge(NodeCrypto.layer),
+      Layer.provide(config)
+    )
+    const made = await Effect.runPromise(
+      Effect.gen(function* () {
+        const application = yield* (yield* ApplicationRepository).create(
+          { ...Application.defaults, name: "Teapot shop", status: "active", return_url_host: "shop.example" },
+          `whsec_${"T".repeat(32)}`
+        )
+        return { id: application.id, key: (yield* (yield* ApiKeyRepository).issue(application.id, "live")).key }
+      }).pipe(Effect.provide(fixture))
+    )
+    liveKey = made.key
+    applicationId = made.id
+    await startChild()
+    const account = fake.addAccount({ livemode: true })
+    const linked = await request(`/admin/api/v1/applications/${applicationId}/provider-account`, {
+      method: "PUT",
+      key: adminToken,
+      body: { provider: "stripe", secret_key: account.key }
+    })
+    expect(linked.status, linked.text).toBe(200)
+  }, 120_000)
+
+  afterAll(async () => {
+    await server?.kill()
+    await fake?.close()
+    await maintenance(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  /**
+   * Sends a create whose Stripe call meets `fault`, kills the server once Stripe has the request, restarts it and
+   * retries with the same Idempotency-Key; answers the retry's final answer and the payment the first attempt made.
+   */
+  const crashDuringCreate = async (fault: Fault, reference: string) => {
+    const key = `teapot-${crypto.randomUUID()}`
+    const asked = () => fake.requests.filter((r) => r.method === "POST" && r.path === "/v1/checkout/sessions").length
+    const before = asked()
+    fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, fault)
+    const first = create(key, reference).catch(() => undefined)
+    for (let waited = 0; asked() === before; waited += 10) {
+      if (waited > 30_000) throw new Error("Stripe never got the create")
+      await sleep(10)
+    }
+    await server?.kill()
+    // The process died under the request: no answer reached the merchant.
+    expect(await first).toBeUndefined()
+
+    // What the dead request left: the payment pending with its checkout opening, the key locked with no answer.
+    const [payment] = await query<{ id: string; status: string }>(
+      (sql) => sql`SELECT id, status FROM payments WHERE order_reference = ${reference}`
+    )
+    expect(payment?.status).toBe("pending")
+    const paymentId = String(payment?.id)
+    const [row] = await query<{ state: string; idempotency_key: string }>(
+      (sql) => sql`SELECT state, idempotency_key FROM provider_payments WHERE payment_id = ${paymentId}`
+    )
+    expect(row).toMatchObject({ state: "opening", idempotency_key: `kassa:${applicationId}:live:payment:${paymentId}` })
+    const [record] = await query<{ response_status: number | null; locked_at: Date | null }>(
+      (sql) => sql`SELECT response_status, locked_at FROM idempotency_keys WHERE key = ${key}`
+    )
+    expect(record?.response_status).toBeNull()
+    expect(record?.locked_at).not.toBeNull()
+
+    await startChild()
+    // Within the dead request's 60 s: in progress, never a second payment.
+    const early = await create(key, reference)
+    expect(early.status, early.text).toBe(409)
+    expect(JSON.parse(early.text).error.code).toBe("idempotency_request_in_progress")
+    expect(early.headers.get("retry-after")).toBe("1")
+    // The 60 s pass (see the module comment).
+    await query(
+      (sql) => sql`UPDATE idempotency_keys SET locked_at = locked_at - interval '61 seconds' WHERE key = ${key}`
+    )
+    const retry = await create(key, reference)
+    return { key, paymentId, retry }
+  }
+
+  it("Stripe made the session and its answer was lost with the process: the retry ends with that one session", async () => {
+    const reference = `teapot-${crypto.randomUUID()}`
+    const { key, paymentId, retry } = await crashDuringCreate({ kind: "hang-after" }, reference)
+    expect(retry.status, retry.text).toBe(201)
+    const body = JSON.parse(retry.text) as { id: string; status: string; checkout_url: string }
+    expect(body).toMatchObject({
+      id: paymentId,
+      status: "pending",
+      checkout_url: `http://127.0.0.1:${port}/checkout/${paymentId}`
+    })
+    // One session at Stripe for this payment: the retry's create was Stripe's replay of the first.
+    const sessions = sessionsOf(paymentId)
+    expect(sessions).toHaveLength(1)
+    const creates = fake.requests.filter(
+      (r) => r.method === "POST" && r.path === "/v1/checkout/sessions" && r.params.client_reference_id === paymentId
+    )
+    expect(creates.map((r) => r.replayed)).toEqual([false, true])
+    expect(new Set(creates.map((r) => r.idempotencyKey)).size).toBe(1)
+    const [row] = await query<{ state: string; session_id: string; checkout_url: string }>(
+      (sql) => sql`SELECT state, session_id, checkout_url FROM provider_payments WHERE payment_id = ${paymentId}`
+    )
+    expect(row).toMatchObject({ state: "open", session_id: sessions[0]?.id, checkout_url: sessions[0]?.url })
+    // One payment for the reference, and the customer's checkout leads to that session.
+    const payments = await query((sql) => sql`SELECT id FROM payments WHERE order_reference = ${reference}`)
+    expect(payments).toHaveLength(1)
+    const checkout = await request(`/checkout/${paymentId}`, { key: "", headers: { accept: "text/html" } })
+    expect(checkout.status).toBe(303)
+    // The answer is stored now: the next retry replays it.
+    const again = await create(key, reference)
+    expect(again.headers.get("idempotent-replayed")).toBe("true")
+    expect(again.text).toBe(retry.text)
+  }, 180_000)
+
+  it("Stripe had not run the create when the process died: the retry makes the one session", async () => {
+    const reference = `teapot-${crypto.randomUUID()}`
+    const { paymentId, retry } = await crashDuringCreate({ kind: "hang" }, reference)
+    expect(retry.status, retry.text).toBe(201)
+    expect(JSON.parse(retry.text)).toMatchObject({ id: paymentId, status: "pending" })
+    expect(sessionsOf(paymentId)).toHaveLength(1)
+    const payments = await query((sql) => sql`SELECT id FROM payments WHERE order_reference = ${reference}`)
+    expect(payments).toHaveLength(1)
+  }, 180_000)
+})
