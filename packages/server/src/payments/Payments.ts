@@ -182,6 +182,17 @@ export class Payments extends Context.Service<
       readonly reading: CheckoutReading | ProviderSettlement.CloseAnswer
     }) => Effect.Effect<Option.Option<Payment.Payment>>
     /**
+     * The clean-up of a live create that died between its provider call and its commit (its checkout row claimed
+     * `opening` by `LiveCheckouts.claimStuck`), from what the provider has for it, open checkouts already expired
+     * there: `ProviderSettlement.decideUnopened` under the row lock — failed with its event and delivery, or the
+     * checkout adopted (paid, or completed unpaid) — with the row's state in the same transaction. A row no longer
+     * `opening` under this clean-up's claim (a retry opened it meanwhile) is left as it is.
+     */
+    readonly settleUnopened: (input: {
+      readonly paymentId: Ids.PaymentId
+      readonly found: { readonly sessionId: string; readonly reading: CheckoutReading } | null
+    }) => Effect.Effect<Option.Option<Payment.Payment>>
+    /**
      * The sweeper's work: expires every pending payment past `expires_at`, set-based, in batches of `batchSize`
      * (500), each batch one transaction with its events and deliveries; returns how many. Rows other transactions
      * hold are skipped (`SKIP LOCKED`) and left to them or to the next round.
@@ -530,7 +541,8 @@ export class Payments extends Context.Service<
           visit: null,
           visitedAt: null,
           nextReadAt: null,
-          closing: null
+          closing: null,
+          createdAt: now
         }
         return yield* openAtProvider(transition.payment, checkout)
       })
@@ -1044,6 +1056,68 @@ export class Payments extends Context.Service<
         Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
       )
 
+      const settleUnopened = Effect.fn("Payments.settleUnopened")(
+        function* (input: {
+          readonly paymentId: Ids.PaymentId
+          readonly found: { readonly sessionId: string; readonly reading: CheckoutReading } | null
+        }) {
+          const outcome = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const now = yield* DateTime.now
+              const locked = yield* repo.lock(input.paymentId, undefined, "wait")
+              const checkout = yield* checkouts.find(input.paymentId)
+              if (
+                Option.isNone(locked) ||
+                Option.isNone(checkout) ||
+                checkout.value.state !== "opening" ||
+                checkout.value.closing !== "expire"
+              ) {
+                return { payment: Option.none<Payment.Payment>(), before: null }
+              }
+              const { found } = input
+              const decision = ProviderSettlement.decideUnopened(locked.value.payment, found?.reading.state ?? null, {
+                now,
+                visit: null,
+                closing: "expire"
+              })
+              const after =
+                decision.events.length > 0 || decision.payment.status !== locked.value.payment.status
+                  ? (yield* apply(locked.value, decision, now)).payment
+                  : locked.value.payment
+              if (decision.discrepancy !== null) {
+                yield* checkouts.recordDiscrepancy(input.paymentId, decision.discrepancy, now)
+              }
+              if (decision.adopt && found !== null) {
+                yield* checkouts.adopt({ paymentId: input.paymentId, sessionId: found.sessionId, now })
+                yield* checkouts.recordRead(
+                  input.paymentId,
+                  found.reading,
+                  found.reading.paymentIntentId,
+                  after.status === "pending"
+                    ? // Completed unpaid (a delayed method): read again like a visited checkout until it settles.
+                      ProviderSettlement.Schedule.nextPaymentRead({ visitedAt: now, lastReadAt: now })
+                    : null,
+                  now
+                )
+              } else {
+                yield* checkouts.notOpened(
+                  input.paymentId,
+                  { _tag: "Unopened", sessionId: found?.sessionId ?? null, state: found?.reading.state._tag ?? null },
+                  now,
+                  null
+                )
+              }
+              return { payment: Option.some(after), before: locked.value.payment.status }
+            })
+          )
+          if (Option.isSome(outcome.payment) && outcome.before !== outcome.payment.value.status) {
+            yield* settled(outcome.payment.value)
+          }
+          return outcome.payment
+        },
+        Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
+      )
+
       // Counted here, after the commit, by mode and outcome only (Metrics: no id, key or amount in a label).
       const settled = (payment: Payment.Payment) => Metrics.recordPaymentSettled(payment.mode, payment.status)
       return Payments.of({
@@ -1068,6 +1142,7 @@ export class Payments extends Context.Service<
         settle: (id, outcome, payer, method) => settle(id, outcome, payer, method).pipe(Effect.tap(settled)),
         applyCheckoutAnswer,
         applyExpiryAnswer,
+        settleUnopened,
         expireDue: (options) => expireDue(options ?? {}),
         expireShown
       })

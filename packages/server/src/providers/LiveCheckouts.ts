@@ -21,6 +21,8 @@ export interface LiveCheckout {
   readonly visitedAt: DateTime.Utc | null
   readonly nextReadAt: DateTime.Utc | null
   readonly closing: ProviderSettlement.ClosePurpose | null
+  /** When the row was made, with its payment: a provider call for it can only have happened since. */
+  readonly createdAt: DateTime.Utc
 }
 
 type Row = Readonly<Record<string, unknown>>
@@ -40,7 +42,8 @@ const toCheckout = (row: Row): LiveCheckout => ({
     row.visited_at === null || row.visited_at === undefined ? null : DateTime.makeUnsafe(row.visited_at as Date),
   nextReadAt:
     row.next_read_at === null || row.next_read_at === undefined ? null : DateTime.makeUnsafe(row.next_read_at as Date),
-  closing: (row.closing as ProviderSettlement.ClosePurpose | null) ?? null
+  closing: (row.closing as ProviderSettlement.ClosePurpose | null) ?? null,
+  createdAt: DateTime.makeUnsafe(row.created_at as Date)
 })
 
 const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)

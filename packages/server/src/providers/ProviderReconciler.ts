@@ -11,17 +11,29 @@
  * The same round expires live payments past `expires_at` at the provider first ("Expiry and cancel ask Stripe
  * first"): the session is expired there and the answer applied (`Payments.applyExpiryAnswer`); no answer leaves the
  * payment pending and the expiry is tried again within a minute.
+ *
+ * And it cleans up creates: one the provider did not answer (its exact request sent again under the same key, the
+ * session it returns expired), and one whose process died between the provider call and the commit (a checkout still
+ * `opening` after {@link openingStaleAfter}: found by a read, expired if open, the payment failed — or adopted when
+ * money moved — by `Payments.settleUnopened`).
  */
 import { Context, DateTime, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { Payments } from "../payments/Payments.ts"
-import { LiveCheckouts } from "./LiveCheckouts.ts"
-import { ProviderConnector } from "./ProviderConnector.ts"
+import { type LiveCheckout, LiveCheckouts } from "./LiveCheckouts.ts"
+import { type FoundCheckout, ProviderConnector } from "./ProviderConnector.ts"
 import { ProviderLinks } from "./ProviderLinks.ts"
 
 /** Time between two rounds: a due read waits at most this long past its time. */
 export const interval: Duration.Duration = Duration.seconds(30)
 /** How long a claimed checkout is kept from other processes: longer than one provider call (10 s timeout). */
 export const lease: Duration.Duration = Duration.minutes(1)
+/**
+ * When a checkout still `opening` is taken for a create that died between its provider call and its commit: past the
+ * call's 10 s and the 60 s after which a merchant's retry may finish it itself (decisions §4), with a margin.
+ */
+export const openingStaleAfter: Duration.Duration = Duration.minutes(2)
+/** Stripe's and Kassa's clocks: a session's `created` may differ from the row's by this much. */
+const clockMargin = Duration.minutes(1)
 
 export class ProviderReconciler extends Context.Service<
   ProviderReconciler,
@@ -38,6 +50,54 @@ export class ProviderReconciler extends Context.Service<
       const links = yield* ProviderLinks
       const connector = yield* ProviderConnector
       const payments = yield* Payments
+
+      const refusedLog = (message: string, paymentId: string, providerMessage: string) =>
+        Effect.logWarning(message).pipe(
+          Effect.annotateLogs({ payment_id: paymentId, provider_message: providerMessage })
+        )
+
+      /** One stuck `opening` checkout; a provider that does not answer leaves it leased, to be claimed again. */
+      const cleanUpOpening = Effect.fnUntraced(function* (checkout: LiveCheckout) {
+        const link = yield* links.find(checkout.linkId)
+        if (Option.isNone(link)) return
+        const access = links.access(link.value)
+        const now = yield* DateTime.now
+        const listed = yield* connector
+          .findCheckouts(access, checkout.paymentId, {
+            from: DateTime.subtractDuration(checkout.createdAt, clockMargin),
+            to: DateTime.addDuration(now, clockMargin)
+          })
+          .pipe(Effect.result)
+        if (listed._tag === "Failure") {
+          return yield* refusedLog("The provider refused to list checkouts", checkout.paymentId, listed.failure.message)
+        }
+        if (listed.success._tag === "NoAnswer") return
+        const readings: Array<FoundCheckout> = []
+        for (const found of listed.success.checkouts) {
+          if (found.reading.state._tag !== "Open") {
+            readings.push(found)
+            continue
+          }
+          // Nobody was ever sent to it (its address was never stored), but nobody must be able to pay it either.
+          const closed = yield* connector.close(access, found.sessionId).pipe(Effect.result)
+          if (closed._tag === "Failure") {
+            return yield* refusedLog(
+              "The provider refused to expire a checkout",
+              checkout.paymentId,
+              closed.failure.message
+            )
+          }
+          if (closed.success._tag === "NoAnswer") return
+          readings.push({ sessionId: found.sessionId, reading: closed.success })
+        }
+        // Money that moved decides; otherwise there is nothing to adopt.
+        const decisive =
+          readings.find((found) => found.reading.state._tag === "Paid") ??
+          readings.find((found) => found.reading.state._tag === "Unpaid") ??
+          readings[0] ??
+          null
+        yield* payments.settleUnopened({ paymentId: checkout.paymentId, found: decisive })
+      })
 
       const reconcile = Effect.gen(function* () {
         const due = yield* checkouts.claimDue({ now: yield* DateTime.now, limit: 100, lease })
@@ -108,7 +168,17 @@ export class ProviderReconciler extends Context.Service<
             }),
           { concurrency: 4, discard: true }
         )
-        return due.length + expiring.length + failedCreates.length
+        // A create that died between its provider call and its commit (or a retry's that did): whatever the provider
+        // made for it is found by a read, expired if open, and the payment failed (or the checkout adopted when money
+        // moved) in one transaction, with its event and delivery (ProviderSettlement.decideUnopened).
+        const stuck = yield* checkouts.claimStuck({
+          now: yield* DateTime.now,
+          staleAfter: openingStaleAfter,
+          limit: 100,
+          lease
+        })
+        yield* Effect.forEach(stuck, cleanUpOpening, { concurrency: 4, discard: true })
+        return due.length + expiring.length + failedCreates.length + stuck.length
       }).pipe(Effect.withSpan("ProviderReconciler.reconcile"))
 
       yield* reconcile.pipe(
