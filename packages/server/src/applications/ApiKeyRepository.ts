@@ -5,41 +5,49 @@
  * next request in every server process.
  */
 import { createHmac, createSecretKey } from "node:crypto"
-import { ApiKey, Ids, type Mode } from "@kassa/core"
-import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
+import { ApiKey, Ids, Mode } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option, Redacted, Schema } from "effect"
 import type { SecureRandom } from "effect/crypto"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
-import { fromRow as applicationFromRow, type StoredApplication } from "./ApplicationRepository.ts"
+import { ApplicationRow, type StoredApplication } from "./ApplicationRepository.ts"
+
+/** A row of `api_keys` as read (never the hash). */
+export const ApiKeyRow = Schema.Struct({
+  id: Ids.ApiKeyId,
+  application_id: Ids.ApplicationId,
+  mode: Mode.Mode,
+  display: Schema.String,
+  created_at: Columns.Timestamp,
+  last_used_at: Columns.NullableTimestamp,
+  revoked_at: Columns.NullableTimestamp
+})
+type ApiKeyRow = typeof ApiKeyRow.Type
 
 /** A key record as the operator API shows it (never the key). */
-export interface ApiKeyRecord {
-  readonly id: Ids.ApiKeyId
-  readonly application_id: Ids.ApplicationId
-  readonly mode: Mode.Mode
-  readonly display: string
-  readonly created_at: DateTime.Utc
-  readonly last_used_at: DateTime.Utc | null
-  readonly revoked_at: DateTime.Utc | null
-}
+export interface ApiKeyRecord extends ApiKeyRow {}
 
 /** A new key: the record and, this once, the key. */
 export interface IssuedApiKey extends ApiKeyRecord {
   readonly key: string
 }
 
-const utcOrNull = (value: unknown) =>
-  value === null || value === undefined ? null : DateTime.makeUnsafe(value as Date)
-
-const fromRow = (row: Record<string, unknown>): ApiKeyRecord => ({
-  id: Ids.ApiKeyId.make(String(row.id)),
-  application_id: Ids.ApplicationId.make(String(row.application_id)),
-  mode: row.mode as Mode.Mode,
-  display: String(row.display),
-  created_at: DateTime.makeUnsafe(row.created_at as Date),
-  last_used_at: utcOrNull(row.last_used_at),
-  revoked_at: utcOrNull(row.revoked_at)
+/** A live key found by its hash, joined to its application: the key's columns are prefixed `key_`. */
+const AuthenticatedRow = Schema.Struct({
+  ...ApplicationRow.fields,
+  key_id: Ids.ApiKeyId,
+  key_application_id: Ids.ApplicationId,
+  key_mode: Mode.Mode,
+  key_display: Schema.String,
+  key_created_at: Columns.Timestamp,
+  key_last_used_at: Columns.NullableTimestamp,
+  key_revoked_at: Columns.NullableTimestamp,
+  key_hash_stored: Schema.String
 })
+
+/** The old key of a roll: what its replacement is issued for. */
+const RolledRow = Schema.Struct({ application_id: Ids.ApplicationId, mode: Mode.Mode })
 
 /**
  * `ApiKey.hash` under one server secret, on node:crypto with the HMAC key made once: it runs on every request, and
@@ -77,11 +85,37 @@ export class ApiKeyRepository extends Context.Service<
       const hash = (key: ApiKey.ApiKey) => Effect.sync(() => hashOf(key))
       const previousHashOf = Option.map(previousApiKeyHashKey, keyHasher)
 
-      const find = (id: Ids.ApiKeyId) =>
-        sql`SELECT * FROM api_keys WHERE id = ${id}`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), fromRow))
-        )
+      const findRow = SqlSchema.findOneOption({
+        Request: Ids.ApiKeyId,
+        Result: ApiKeyRow,
+        execute: (id) => sql`SELECT * FROM api_keys WHERE id = ${id}`
+      })
+      const find = (id: Ids.ApiKeyId): Effect.Effect<Option.Option<ApiKeyRecord>> => findRow(id).pipe(Effect.orDie)
+      const listRows = SqlSchema.findAll({
+        Request: Ids.ApplicationId,
+        Result: ApiKeyRow,
+        execute: (applicationId) =>
+          sql`SELECT * FROM api_keys WHERE application_id = ${applicationId} ORDER BY created_at, id`
+      })
+      const revokeForRoll = SqlSchema.findOneOption({
+        Request: Schema.Struct({ id: Ids.ApiKeyId, now: Columns.Timestamp }),
+        Result: RolledRow,
+        execute: ({ id, now }) => sql`
+          UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL
+          RETURNING application_id, mode
+        `
+      })
+      const findLive = SqlSchema.findOneOption({
+        Request: Schema.Struct({ current: Schema.String, previous: Schema.String }),
+        Result: AuthenticatedRow,
+        execute: ({ current, previous }) => sql`
+          SELECT k.id AS key_id, k.application_id AS key_application_id, k.mode AS key_mode,
+                 k.display AS key_display, k.created_at AS key_created_at, k.last_used_at AS key_last_used_at,
+                 k.revoked_at AS key_revoked_at, k.key_hash AS key_hash_stored, a.*
+          FROM api_keys k JOIN applications a ON a.id = k.application_id
+          WHERE k.key_hash IN (${current}, ${previous}) AND k.revoked_at IS NULL
+        `
+      })
 
       const issue = Effect.fn("ApiKeyRepository.issue")(function* (applicationId: Ids.ApplicationId, mode: Mode.Mode) {
         const key = yield* ApiKey.generate(mode).pipe(Effect.provide(crypto))
@@ -105,16 +139,9 @@ export class ApiKeyRepository extends Context.Service<
         sql
           .withTransaction(
             Effect.gen(function* () {
-              const now = new Date(DateTime.toEpochMillis(yield* DateTime.now))
-              const rows = yield* sql`
-              UPDATE api_keys SET revoked_at = ${now} WHERE id = ${id} AND revoked_at IS NULL
-              RETURNING application_id, mode
-            `
-              const old = rows[0]
-              if (old === undefined) return Option.none<IssuedApiKey>()
-              return Option.some(
-                yield* issue(Ids.ApplicationId.make(String(old.application_id)), old.mode as Mode.Mode)
-              )
+              const old = yield* revokeForRoll({ id, now: yield* DateTime.now })
+              if (Option.isNone(old)) return Option.none<IssuedApiKey>()
+              return Option.some(yield* issue(old.value.application_id, old.value.mode))
             })
           )
           .pipe(Effect.orDie)
@@ -129,41 +156,33 @@ export class ApiKeyRepository extends Context.Service<
         // While KASSA_SECRET_KEY rotates, a key may still be stored under the previous key's hash: one lookup for
         // both, and a key found under the old hash is re-hashed under the new one.
         const previous = Option.map(previousHashOf, (hashUnder) => hashUnder(parsed.value.key))
-        const rows = yield* sql`
-          SELECT k.id AS key_id, k.application_id AS key_application_id, k.mode AS key_mode,
-                 k.display AS key_display, k.created_at AS key_created_at, k.last_used_at AS key_last_used_at,
-                 k.revoked_at AS key_revoked_at, k.key_hash AS key_hash_stored, a.*
-          FROM api_keys k JOIN applications a ON a.id = k.application_id
-          WHERE k.key_hash IN (${current}, ${Option.getOrElse(previous, () => current)}) AND k.revoked_at IS NULL
-        `.pipe(Effect.orDie)
-        const row = rows[0]
-        if (row === undefined) return Option.none()
-        if (row.key_hash_stored !== current) {
-          yield* sql`UPDATE api_keys SET key_hash = ${current} WHERE id = ${row.key_id} AND key_hash = ${row.key_hash_stored}`.pipe(
+        const found = yield* findLive({ current, previous: Option.getOrElse(previous, () => current) }).pipe(
+          Effect.orDie
+        )
+        if (Option.isNone(found)) return Option.none()
+        const {
+          key_id: id,
+          key_application_id: application_id,
+          key_mode: mode,
+          key_display: display,
+          key_created_at: created_at,
+          key_last_used_at: last_used_at,
+          key_revoked_at: revoked_at,
+          key_hash_stored: stored,
+          ...application
+        } = found.value
+        if (stored !== current) {
+          yield* sql`UPDATE api_keys SET key_hash = ${current} WHERE id = ${id} AND key_hash = ${stored}`.pipe(
             Effect.orDie
           )
         }
-        return Option.some({
-          key: fromRow({
-            id: row.key_id,
-            application_id: row.key_application_id,
-            mode: row.key_mode,
-            display: row.key_display,
-            created_at: row.key_created_at,
-            last_used_at: row.key_last_used_at,
-            revoked_at: row.key_revoked_at
-          }),
-          application: applicationFromRow(row)
-        })
+        const key: ApiKeyRecord = { id, application_id, mode, display, created_at, last_used_at, revoked_at }
+        return Option.some({ key, application: application satisfies StoredApplication })
       })
 
       return ApiKeyRepository.of({
         issue,
-        list: (applicationId) =>
-          sql`SELECT * FROM api_keys WHERE application_id = ${applicationId} ORDER BY created_at, id`.pipe(
-            Effect.orDie,
-            Effect.map((rows) => rows.map(fromRow))
-          ),
+        list: (applicationId) => listRows(applicationId).pipe(Effect.orDie),
         find,
         roll,
         revoke,

@@ -4,23 +4,58 @@
  */
 
 import { PgClient } from "@effect/sql-pg"
-import { type Application, Ids } from "@kassa/core"
+import { Application, Ids } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import * as SecretBox from "../security/SecretBox.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
+/** A row of `applications` as read: the operator view plus what only the server reads (no sealed secret). */
+export const ApplicationRow = Schema.Struct({
+  id: Ids.ApplicationId,
+  name: Schema.String,
+  status: Application.ApplicationStatus,
+  methods: Columns.StringArray,
+  currencies: Columns.StringArray,
+  locale: Schema.String,
+  min_amount: Columns.Integer,
+  max_amount: Columns.Integer,
+  return_url_host: Schema.NullOr(Schema.String),
+  webhook_url: Schema.NullOr(Schema.String),
+  ip_allowlist: Columns.StringArray,
+  payment_ttl_seconds: Columns.Integer,
+  rate_limit_per_minute: Columns.Integer,
+  provider_account: Schema.NullOr(Schema.String),
+  webhook_secret_rotated_at: Columns.NullableTimestamp,
+  created_at: Columns.Timestamp
+})
+type ApplicationRow = typeof ApplicationRow.Type
+
 /** An application as stored: the operator view plus what only the server reads. */
-export interface StoredApplication extends Application.Application {
-  readonly provider_account: string | null
-  readonly webhook_secret_rotated_at: DateTime.Utc | null
-}
+export interface StoredApplication extends ApplicationRow {}
+
+/** The sealed webhook secrets of an application row (`webhookSecrets`, and the delivery engine's targets). */
+export const SealedSecretsRow = Schema.Struct({
+  webhook_secret_encrypted: Schema.String,
+  previous_webhook_secret_encrypted: Schema.NullOr(Schema.String),
+  webhook_secret_rotated_at: Columns.NullableTimestamp
+})
 
 /** Secrets of an application, opened: current first; the previous one while it still signs. */
 export interface WebhookSecrets {
   readonly current: string
   readonly previous: { readonly secret: string; readonly rotatedAt: DateTime.Utc } | null
 }
+
+/** Opens the secrets of a {@link SealedSecretsRow} with `open` (SecretBox.open under the server's key). */
+export const openSecrets = (row: typeof SealedSecretsRow.Type, open: (sealed: string) => string): WebhookSecrets => ({
+  current: open(row.webhook_secret_encrypted),
+  previous:
+    row.previous_webhook_secret_encrypted === null || row.webhook_secret_rotated_at === null
+      ? null
+      : { secret: open(row.previous_webhook_secret_encrypted), rotatedAt: row.webhook_secret_rotated_at }
+})
 
 export type NewApplication = Omit<Application.Application, "id" | "created_at"> & {
   readonly provider_account?: string | null
@@ -29,28 +64,6 @@ export type NewApplication = Omit<Application.Application, "id" | "created_at"> 
 export type ApplicationUpdate = Partial<Omit<Application.Application, "id" | "created_at">> & {
   readonly provider_account?: string | null
 }
-
-const toUtc = (value: unknown): DateTime.Utc => DateTime.makeUnsafe(value as Date)
-
-/** A row of `applications` as the driver returns it (bigint amounts, Date timestamps). */
-export const fromRow = (row: Record<string, unknown>): StoredApplication => ({
-  id: Ids.ApplicationId.make(String(row.id)),
-  name: String(row.name),
-  status: row.status as Application.ApplicationStatus,
-  methods: row.methods as ReadonlyArray<string>,
-  currencies: row.currencies as ReadonlyArray<string>,
-  locale: String(row.locale),
-  min_amount: Number(row.min_amount),
-  max_amount: Number(row.max_amount),
-  return_url_host: (row.return_url_host as string | null) ?? null,
-  webhook_url: (row.webhook_url as string | null) ?? null,
-  ip_allowlist: row.ip_allowlist as ReadonlyArray<string>,
-  payment_ttl_seconds: Number(row.payment_ttl_seconds),
-  rate_limit_per_minute: Number(row.rate_limit_per_minute),
-  provider_account: (row.provider_account as string | null) ?? null,
-  webhook_secret_rotated_at: row.webhook_secret_rotated_at === null ? null : toUtc(row.webhook_secret_rotated_at),
-  created_at: toUtc(row.created_at)
-})
 
 /** The operator view of a stored application (no provider internals, no secrets). */
 export const toApplication = ({
@@ -90,11 +103,26 @@ export class ApplicationRepository extends Context.Service<
       const pg = yield* PgClient.PgClient
       const { encryptionKey } = yield* ServerSecrets
 
-      const find = (id: Ids.ApplicationId) =>
-        sql`SELECT * FROM applications WHERE id = ${id}`.pipe(
-          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), fromRow)),
-          Effect.orDie
-        )
+      const findRow = SqlSchema.findOneOption({
+        Request: Ids.ApplicationId,
+        Result: ApplicationRow,
+        execute: (id) => sql`SELECT * FROM applications WHERE id = ${id}`
+      })
+      const find = (id: Ids.ApplicationId): Effect.Effect<Option.Option<StoredApplication>> =>
+        findRow(id).pipe(Effect.orDie)
+      const listRows = SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: ApplicationRow,
+        execute: () => sql`SELECT * FROM applications ORDER BY created_at, id`
+      })
+      const findSecrets = SqlSchema.findOneOption({
+        Request: Ids.ApplicationId,
+        Result: SealedSecretsRow,
+        execute: (id) => sql`
+          SELECT webhook_secret_encrypted, previous_webhook_secret_encrypted, webhook_secret_rotated_at
+          FROM applications WHERE id = ${id}
+        `
+      })
 
       const create = Effect.fn("ApplicationRepository.create")(function* (
         input: NewApplication,
@@ -146,35 +174,15 @@ export class ApplicationRepository extends Context.Service<
       })
 
       const webhookSecrets = (id: Ids.ApplicationId) =>
-        sql`
-          SELECT webhook_secret_encrypted, previous_webhook_secret_encrypted, webhook_secret_rotated_at
-          FROM applications WHERE id = ${id}
-        `.pipe(
-          Effect.orDie,
-          Effect.map((rows) =>
-            Option.map(
-              Option.fromNullishOr(rows[0]),
-              (row): WebhookSecrets => ({
-                current: SecretBox.open(encryptionKey, String(row.webhook_secret_encrypted)),
-                previous:
-                  row.previous_webhook_secret_encrypted === null || row.webhook_secret_rotated_at === null
-                    ? null
-                    : {
-                        secret: SecretBox.open(encryptionKey, String(row.previous_webhook_secret_encrypted)),
-                        rotatedAt: toUtc(row.webhook_secret_rotated_at)
-                      }
-              })
-            )
-          )
+        findSecrets(id).pipe(
+          Effect.map(Option.map((row) => openSecrets(row, (sealed) => SecretBox.open(encryptionKey, sealed)))),
+          Effect.orDie
         )
 
       return ApplicationRepository.of({
         create,
         find,
-        list: sql`SELECT * FROM applications ORDER BY created_at, id`.pipe(
-          Effect.map((rows) => rows.map(fromRow)),
-          Effect.orDie
-        ),
+        list: listRows(undefined).pipe(Effect.orDie),
         update,
         changeStatus: (id, from, to) =>
           DateTime.now.pipe(

@@ -5,11 +5,12 @@
  * a CSRF token derived from the session (HMAC again), checked in constant time.
  */
 import { createHmac, randomBytes } from "node:crypto"
-import { Context, DateTime, Duration, Effect, Layer, Option, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, DateTime, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import * as CsrfToken from "../security/CsrfToken.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
-import { type User, type UserId, userOfRow } from "./UserRepository.ts"
+import { type User, type UserId, UserRow, userOfRow } from "./UserRepository.ts"
 
 export const cookieName = "kassa_session"
 export const idleTimeout: Duration.Duration = Duration.hours(2)
@@ -23,6 +24,9 @@ export interface Session {
 }
 
 const toDate = (value: DateTime.Utc) => new Date(DateTime.toEpochMillis(value))
+
+/** A live session's user, with when the session was last seen. */
+const SessionRow = Schema.Struct({ ...UserRow.fields, session_last_seen_at: Columns.Timestamp })
 
 export class SessionStore extends Context.Service<
   SessionStore,
@@ -48,26 +52,32 @@ export class SessionStore extends Context.Service<
       const hashToken = (token: string) => mac("session", token)
       const csrfOf = (tokenHash: string) => mac("csrf", tokenHash)
 
+      // The session and its user in one round trip: this runs on every dashboard request.
+      const findLive = SqlSchema.findOneOption({
+        Request: Schema.Struct({ tokenHash: Schema.String, now: Columns.Timestamp, idleSince: Columns.Timestamp }),
+        Result: SessionRow,
+        execute: ({ tokenHash, now, idleSince }) => sql`
+          SELECT u.*, s.last_seen_at AS session_last_seen_at FROM sessions s JOIN users u ON u.id = s.user_id
+          WHERE s.token_hash = ${tokenHash} AND s.expires_at > ${now} AND s.last_seen_at > ${idleSince}
+            AND u.deactivated_at IS NULL
+        `
+      })
+
       const resolve = Effect.fn("SessionStore.resolve")(function* (token: string | undefined) {
         if (token === undefined || token.length === 0 || token.length > 100) return Option.none<Session>()
         const tokenHash = hashToken(token)
         const now = yield* DateTime.now
-        const idleSince = toDate(DateTime.subtractDuration(now, idleTimeout))
-        // The session and its user in one round trip: this runs on every dashboard request.
-        const rows = yield* sql`
-          SELECT u.*, s.last_seen_at AS session_last_seen_at FROM sessions s JOIN users u ON u.id = s.user_id
-          WHERE s.token_hash = ${tokenHash} AND s.expires_at > ${toDate(now)} AND s.last_seen_at > ${idleSince}
-            AND u.deactivated_at IS NULL
-        `.pipe(Effect.orDie)
-        const row = rows[0]
-        if (row === undefined) return Option.none<Session>()
+        const idleSince = DateTime.subtractDuration(now, idleTimeout)
+        const found = yield* findLive({ tokenHash, now, idleSince }).pipe(Effect.orDie)
+        if (Option.isNone(found)) return Option.none<Session>()
+        const { session_last_seen_at: lastSeenAt, ...user } = found.value
         // One write a minute at most keeps the idle clock without a write per page view.
-        if (DateTime.toEpochMillis(now) - (row.session_last_seen_at as Date).getTime() > 60_000) {
+        if (DateTime.toEpochMillis(now) - DateTime.toEpochMillis(lastSeenAt) > 60_000) {
           yield* sql`UPDATE sessions SET last_seen_at = ${toDate(now)} WHERE token_hash = ${tokenHash}`.pipe(
             Effect.orDie
           )
         }
-        return Option.some<Session>({ user: userOfRow(row), tokenHash, csrf: csrfOf(tokenHash) })
+        return Option.some<Session>({ user: userOfRow(user), tokenHash, csrf: csrfOf(tokenHash) })
       })
 
       return SessionStore.of({

@@ -4,10 +4,11 @@
  * e-mail address and client address). The `failed_logins` and `locked_until` columns of issue #6's per-account lock
  * are no longer read (a per-account lock let anyone lock the owner out); they are only cleared.
  */
-import { Credentials, type DashboardAccess, Ids } from "@kassa/core"
+import { Credentials, DashboardAccess, Ids } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
-import { fromRow as applicationOfRow, type StoredApplication } from "../applications/ApplicationRepository.ts"
+import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { ApplicationRow, type StoredApplication } from "../applications/ApplicationRepository.ts"
+import * as Columns from "../database/Columns.ts"
 import * as PasswordHash from "./PasswordHash.ts"
 import * as SignInThrottle from "./SignInThrottle.ts"
 
@@ -90,24 +91,47 @@ type Check =
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding U+0000 is the point
 const unstorable = /[\u0000\p{Cs}]/u
 
-const utc = (value: unknown) => DateTime.makeUnsafe(value as Date)
-const utcOrNull = (value: unknown) => (value === null || value === undefined ? null : utc(value))
 const toDate = (value: DateTime.Utc) => new Date(DateTime.toEpochMillis(value))
 
-const userFromRow = (row: Record<string, unknown>): StoredUser => ({
-  id: UserId.make(String(row.id)),
-  email: String(row.email),
-  operatorAdmin: row.operator_admin === true,
-  createdAt: utc(row.created_at),
-  lastLoginAt: utcOrNull(row.last_login_at),
-  deactivatedAt: utcOrNull(row.deactivated_at),
-  passwordHash: String(row.password_hash)
+/** A row of `users` as read (the retired lock-out columns are not). */
+export const UserRow = Schema.Struct({
+  id: Ids.UserId,
+  email: Schema.String,
+  password_hash: Schema.String,
+  operator_admin: Schema.Boolean,
+  created_at: Columns.Timestamp,
+  last_login_at: Columns.NullableTimestamp,
+  deactivated_at: Columns.NullableTimestamp
+})
+export type UserRow = typeof UserRow.Type
+
+const storedOfRow = (row: UserRow): StoredUser => ({
+  id: row.id,
+  email: row.email,
+  operatorAdmin: row.operator_admin,
+  createdAt: row.created_at,
+  lastLoginAt: row.last_login_at,
+  deactivatedAt: row.deactivated_at,
+  passwordHash: row.password_hash
 })
 
 const publicUser = ({ passwordHash: _hash, ...user }: StoredUser): User => user
 
-/** The user of a `users` row (for queries that read users together with something else). */
-export const userOfRow = (row: Record<string, unknown>): User => publicUser(userFromRow(row))
+/** The user of a decoded `users` row (for queries that read users together with something else). */
+export const userOfRow = (row: UserRow): User => publicUser(storedOfRow(row))
+
+const MembershipRow = Schema.Struct({
+  user_id: Ids.UserId,
+  application_id: Ids.ApplicationId,
+  role: DashboardAccess.Role,
+  name: Schema.String
+})
+const RoleRow = Schema.Struct({ role: DashboardAccess.Role })
+const ApplicationWithRoleRow = Schema.Struct({
+  ...ApplicationRow.fields,
+  member_role: Schema.NullOr(DashboardAccess.Role)
+})
+const MemberRow = Schema.Struct({ ...UserRow.fields, role: DashboardAccess.Role })
 
 export const parseUserId = Schema.decodeUnknownOption(Ids.UserId)
 
@@ -152,11 +176,18 @@ export class UserRepository extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
 
+      const findByEmailRow = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: UserRow,
+        execute: (email) => sql`SELECT * FROM users WHERE email = ${email}`
+      })
       const findStored = (email: string) =>
-        sql`SELECT * FROM users WHERE email = ${Credentials.normalizeEmail(email)}`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), userFromRow))
-        )
+        findByEmailRow(Credentials.normalizeEmail(email)).pipe(Effect.map(Option.map(storedOfRow)), Effect.orDie)
+      const findRow = SqlSchema.findOneOption({
+        Request: Ids.UserId,
+        Result: UserRow,
+        execute: (id) => sql`SELECT * FROM users WHERE id = ${id}`
+      })
 
       const create = Effect.fn("UserRepository.create")(function* (input: {
         readonly email: string
@@ -166,15 +197,14 @@ export class UserRepository extends Context.Service<
         const passwordHash = yield* PasswordHash.hash(input.password)
         const id = UserId.make(globalThis.crypto.randomUUID())
         const now = toDate(yield* DateTime.now)
-        const rows = yield* sql`
+        const row = yield* Columns.first(UserRow)(sql`
           INSERT INTO users (id, email, password_hash, operator_admin, created_at)
           VALUES (${id}, ${Credentials.normalizeEmail(input.email)}, ${passwordHash}, ${input.operatorAdmin}, ${now})
           ON CONFLICT (email) DO NOTHING
           RETURNING *
-        `.pipe(Effect.orDie)
-        const row = rows[0]
-        if (row === undefined) return yield* new EmailTaken()
-        return userOfRow(row)
+        `).pipe(Effect.orDie)
+        if (Option.isNone(row)) return yield* new EmailTaken()
+        return userOfRow(row.value)
       })
 
       const throttle = SignInThrottle.make()
@@ -249,50 +279,43 @@ export class UserRepository extends Context.Service<
       })
 
       const membershipsWhere = (condition: Statement.Fragment) =>
-        sql`
+        Columns.all(MembershipRow)(sql`
           SELECT m.user_id, m.application_id, m.role, a.name FROM memberships m
           JOIN applications a ON a.id = m.application_id
           WHERE ${condition} ORDER BY a.name, a.id
-        `.pipe(
+        `).pipe(
           Effect.orDie,
           Effect.map((rows) =>
             rows.map(
               (row): UserMembership => ({
-                userId: UserId.make(String(row.user_id)),
-                applicationId: Ids.ApplicationId.make(String(row.application_id)),
-                applicationName: String(row.name),
-                role: row.role as DashboardAccess.Role
+                userId: row.user_id,
+                applicationId: row.application_id,
+                applicationName: row.name,
+                role: row.role
               })
             )
           )
         )
 
-      const list = sql`SELECT * FROM users ORDER BY created_at, email`.pipe(
+      const list = Columns.all(UserRow)(sql`SELECT * FROM users ORDER BY created_at, email`).pipe(
         Effect.orDie,
         Effect.map((rows) => rows.map(userOfRow))
       )
 
       return UserRepository.of({
         create,
-        find: (id) =>
-          sql`SELECT * FROM users WHERE id = ${id}`.pipe(
-            Effect.orDie,
-            Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), userOfRow))
-          ),
+        find: (id) => findRow(id).pipe(Effect.map(Option.map(userOfRow)), Effect.orDie),
         findByEmail: (email) => findStored(email).pipe(Effect.map(Option.map(publicUser))),
         findColleague: (email, colleague) => {
           const account = Credentials.normalizeEmail(email)
           if (unstorable.test(account)) return Effect.succeedNone
-          return sql`
+          return Columns.first(UserRow)(sql`
             SELECT u.* FROM users u
             WHERE u.email = ${account} AND EXISTS (
               SELECT 1 FROM memberships theirs JOIN memberships mine ON mine.application_id = theirs.application_id
               WHERE theirs.user_id = u.id AND mine.user_id = ${colleague}
             )
-          `.pipe(
-            Effect.orDie,
-            Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), userOfRow))
-          )
+          `).pipe(Effect.map(Option.map(userOfRow)), Effect.orDie)
         },
         list,
         signIn,
@@ -308,15 +331,16 @@ export class UserRepository extends Context.Service<
           if (changes.active !== undefined) columns.deactivated_at = changes.active ? null : now
           const endsSessions = changes.password !== undefined || changes.active === false
           return yield* Effect.gen(function* () {
-            const rows =
+            const found =
               Object.keys(columns).length === 0
-                ? yield* sql`SELECT * FROM users WHERE id = ${id}`
-                : yield* sql`UPDATE users SET ${sql.update(columns)} WHERE id = ${id} RETURNING *`
-            const row = rows[0]
-            if (row === undefined) return Option.none<User>()
+                ? yield* findRow(id)
+                : yield* Columns.first(UserRow)(
+                    sql`UPDATE users SET ${sql.update(columns)} WHERE id = ${id} RETURNING *`
+                  )
+            if (Option.isNone(found)) return Option.none<User>()
             if (endsSessions) yield* sql`DELETE FROM sessions WHERE user_id = ${id}`
-            if (changes.password !== undefined) throttle.forgetAccount(String(row.email))
-            return Option.some(userOfRow(row))
+            if (changes.password !== undefined) throttle.forgetAccount(found.value.email)
+            return Option.some(userOfRow(found.value))
           }).pipe(sql.withTransaction, Effect.orDie)
         }),
         memberships: (id) => membershipsWhere(sql`m.user_id = ${id}`),
@@ -332,33 +356,33 @@ export class UserRepository extends Context.Service<
           })
         ),
         roleIn: (id, applicationId) =>
-          sql`SELECT role FROM memberships WHERE user_id = ${id} AND application_id = ${applicationId}`.pipe(
+          Columns.first(RoleRow)(
+            sql`SELECT role FROM memberships WHERE user_id = ${id} AND application_id = ${applicationId}`
+          ).pipe(
             Effect.orDie,
-            Effect.map((rows) => (rows[0] === undefined ? null : (rows[0].role as DashboardAccess.Role)))
+            Effect.map((row) => (Option.isNone(row) ? null : row.value.role))
           ),
         applicationWithRole: (id, applicationId) =>
-          sql`
+          Columns.first(ApplicationWithRoleRow)(sql`
             SELECT a.*, m.role AS member_role FROM applications a
             LEFT JOIN memberships m ON m.application_id = a.id AND m.user_id = ${id}
             WHERE a.id = ${applicationId}
-          `.pipe(
+          `).pipe(
             Effect.orDie,
-            Effect.map((rows) =>
-              Option.map(Option.fromNullishOr(rows[0]), (row) => ({
-                application: applicationOfRow(row),
-                role: (row.member_role as DashboardAccess.Role | null) ?? null
+            Effect.map(
+              Option.map(({ member_role, ...application }) => ({
+                application: application satisfies StoredApplication,
+                role: member_role
               }))
             )
           ),
         members: (applicationId) =>
-          sql`
+          Columns.all(MemberRow)(sql`
             SELECT u.*, m.role FROM memberships m JOIN users u ON u.id = m.user_id
             WHERE m.application_id = ${applicationId} ORDER BY u.email
-          `.pipe(
+          `).pipe(
             Effect.orDie,
-            Effect.map((rows) =>
-              rows.map((row): Member => ({ user: userOfRow(row), role: row.role as DashboardAccess.Role }))
-            )
+            Effect.map((rows) => rows.map(({ role, ...user }): Member => ({ user: userOfRow(user), role })))
           ),
         setRole: (id, applicationId, role) =>
           DateTime.now.pipe(
