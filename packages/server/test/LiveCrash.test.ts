@@ -226,6 +226,56 @@ describe.runIf(databases.includes("postgres"))("a server killed between its Stri
     expect(again.text).toBe(retry.text)
   }, 180_000)
 
+  it("nobody retries: the restarted server's clean-up expires the session Stripe made and fails the payment", async () => {
+    const reference = `teapot-${crypto.randomUUID()}`
+    const key = `teapot-${crypto.randomUUID()}`
+    const before = fake.requests.length
+    fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, { kind: "hang-after" })
+    const first = create(key, reference).catch(() => undefined)
+    for (let waited = 0; fake.requests.length === before; waited += 10) {
+      if (waited > 30_000) throw new Error("Stripe never got the create")
+      await sleep(10)
+    }
+    await server?.kill()
+    await first
+    const [payment] = await query<{ id: string }>(
+      (sql) => sql`SELECT id FROM payments WHERE order_reference = ${reference}`
+    )
+    const paymentId = String(payment?.id)
+    // As if the clean-up's 2 minutes had passed since the create.
+    await query(
+      (sql) => sql`
+        UPDATE provider_payments SET created_at = created_at - interval '3 minutes' WHERE payment_id = ${paymentId}
+      `
+    )
+    await startChild()
+    // The reconciler runs at start and every 30 s; bounded wait for its round.
+    const status = async () =>
+      (await query<{ status: string }>((sql) => sql`SELECT status FROM payments WHERE id = ${paymentId}`))[0]?.status
+    for (let waited = 0; (await status()) === "pending"; waited += 200) {
+      if (waited > 90_000) throw new Error("the clean-up never ran")
+      await sleep(200)
+    }
+    expect(await status()).toBe("failed")
+    const sessions = sessionsOf(paymentId)
+    expect(sessions.map((session) => session.status)).toEqual(["expired"])
+    const events = await query<{ event: string; deliveries: number }>(
+      (sql) => sql`
+        SELECT e.event, (SELECT count(*)::int FROM deliveries d WHERE d.event_id = e.id) AS deliveries
+        FROM events e WHERE e.payment_id = ${paymentId}
+      `
+    )
+    expect(events).toEqual([{ event: "payment.failed", deliveries: 1 }])
+    // The merchant's retry, once the dead request's lock has passed, answers what the payment became.
+    await query(
+      (sql) => sql`UPDATE idempotency_keys SET locked_at = locked_at - interval '61 seconds' WHERE key = ${key}`
+    )
+    const retry = await create(key, reference)
+    expect(retry.status, retry.text).toBe(502)
+    expect(JSON.parse(retry.text).error).toMatchObject({ code: "provider_error", payment_id: paymentId })
+    expect(sessionsOf(paymentId)).toHaveLength(1)
+  }, 180_000)
+
   it("Stripe had not run the create when the process died: the retry makes the one session", async () => {
     const reference = `teapot-${crypto.randomUUID()}`
     const { paymentId, retry } = await crashDuringCreate({ kind: "hang" }, reference)

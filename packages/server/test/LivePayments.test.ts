@@ -121,6 +121,34 @@ describe.each(databases)("live payments on %s", (database) => {
     expect(sessionCreates(id)[0]?.idempotencyKey).toBe(`kassa:${shop.application.id}:live:payment:${id}`)
   })
 
+  // ≥ 10 s by design (the server's Stripe timeout): 60 s keeps it far from its own bound on a slow machine.
+  it("a retry while the first create waits for Stripe gets 409 in progress; then it replays the first's answer", {
+    timeout: 60_000
+  }, async () => {
+    const shop = await linkedApplication(server, fake)
+    const reference = uniqueReference("live-in-flight")
+    const key = `in-flight-${crypto.randomUUID()}`
+    const before = sessionCreates().length
+    fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, { kind: "hang-after" })
+    const first = createPayment(server, shop.liveKey, { order_reference: reference }, { "idempotency-key": key })
+    await eventually(() => sessionCreates().length > before, "Stripe to get the create")
+    // The payment and the key's record are committed before Stripe hears of the payment (decisions §10), and the
+    // Stripe call runs outside the key's transaction: the retry sees the key held, not a free one.
+    const id = (await paymentsWithReference(server, reference))[0]?.id
+    expect(await storedStatus(server, String(id))).toBe("pending")
+    const during = await createPayment(server, shop.liveKey, { order_reference: reference }, { "idempotency-key": key })
+    expect(during.status, during.text).toBe(409)
+    expect((during.body as WireError).error.code).toBe("idempotency_request_in_progress")
+    expect(during.headers.get("retry-after")).toBe("1")
+    const answered = await first
+    expect(answered.status, answered.text).toBe(502)
+    expect((answered.body as WireError).error).toMatchObject({ code: "provider_error", payment_id: id })
+    const after = await createPayment(server, shop.liveKey, { order_reference: reference }, { "idempotency-key": key })
+    expect(after.headers.get("idempotent-replayed")).toBe("true")
+    expect(after.text).toBe(answered.text)
+    expect(await paymentsWithReference(server, reference)).toEqual([{ id, status: "failed" }])
+  })
+
   it("rule 5 comes first: a live create on a reference a live payment holds never reaches Stripe", async () => {
     const shop = await linkedApplication(server, fake)
     const reference = uniqueReference("live-held")

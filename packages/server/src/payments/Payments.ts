@@ -1121,13 +1121,32 @@ export class Payments extends Context.Service<
       // Counted here, after the commit, by mode and outcome only (Metrics: no id, key or amount in a label).
       const settled = (payment: Payment.Payment) => Metrics.recordPaymentSettled(payment.mode, payment.status)
       return Payments.of({
-        create: (request) =>
-          create(request).pipe(
-            Effect.tap(() => Metrics.recordPaymentCreated(request.scope.mode, "accepted")),
+        create: (request) => {
+          // A create that commits first answers in its second run (IdempotencyStore): only that one is counted.
+          let deferred = false
+          const claim = request.idempotency
+          const counted: CreateRequest =
+            claim?.commitFirst == null
+              ? request
+              : {
+                  ...request,
+                  idempotency: {
+                    ...claim,
+                    commitFirst: Effect.andThen(
+                      Effect.sync(() => {
+                        deferred = true
+                      }),
+                      claim.commitFirst
+                    )
+                  }
+                }
+          return create(counted).pipe(
+            Effect.tap(() => (deferred ? Effect.void : Metrics.recordPaymentCreated(request.scope.mode, "accepted"))),
             Effect.tapError((error) =>
               error._tag === "ProviderError" ? Metrics.recordPaymentCreated(request.scope.mode, "refused") : Effect.void
             )
-          ),
+          )
+        },
         retrieve,
         list,
         cancel: (scope, id) => cancel(scope, id).pipe(Effect.tap(settled)),
