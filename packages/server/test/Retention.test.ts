@@ -10,7 +10,7 @@ import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import { Retention } from "../src/retention/Retention.ts"
-import { fetchPayment, query, uniqueReference } from "./support/PaymentFixtures.ts"
+import { createPayment, fetchPayment, query, uniqueReference } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 type Status = "pending" | "paid" | "failed" | "cancelled" | "expired"
@@ -312,6 +312,17 @@ describe.each(databases)("retention on %s", (database) => {
     expect(await exists(server, "sessions", "token_hash", `${marker}-live`)).toBe(true)
     expect(await exists(server, "idempotency_keys", "key", `${marker}-old`)).toBe(false)
     expect(await exists(server, "idempotency_keys", "key", `${marker}-recent`)).toBe(true)
+  })
+  it("forgets idempotency keys written through the API after 24 hours (the one place they are deleted)", async () => {
+    const key = `api-${crypto.randomUUID()}`
+    const first = await createPayment(server, testKey, {}, { "idempotency-key": key })
+    expect(first.status).toBe(201)
+    await query(
+      server,
+      (sql) => sql`UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 second' WHERE key = ${key}`
+    )
+    expect((await prune(server)).idempotencyKeys).toBeGreaterThanOrEqual(1)
+    expect(await exists(server, "idempotency_keys", "key", key)).toBe(false)
   })
 })
 

@@ -2,11 +2,10 @@
  * The expiry sweeper (decisions §3): readers expire only what they show, and this fiber expires the rest within 30 s.
  * Every 10 s it expires due payments set-based, in batches of 500 (`FOR UPDATE SKIP LOCKED`, so several server
  * processes share the work and never wait on each other or on a request; per batch one UPDATE and two INSERTs for
- * the events and deliveries, in one transaction) and forgets idempotency keys past their 24 hours. A failed round
- * is logged and the next one runs as usual.
+ * the events and deliveries, in one transaction). A failed round is logged and the next one runs as usual.
+ * Idempotency keys past their 24 hours are Retention's (retention/Retention.ts, in batches): one deleter per table.
  */
-import { Context, DateTime, Duration, Effect, Layer, Schedule } from "effect"
-import { IdempotencyStore } from "./IdempotencyStore.ts"
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import { Payments } from "./Payments.ts"
 
 /** Time between two rounds; as every read expires what it shows, no payment is seen pending past `expires_at`. */
@@ -14,7 +13,6 @@ export const interval: Duration.Duration = Duration.seconds(10)
 
 export interface SweepResult {
   readonly expired: number
-  readonly forgottenKeys: number
 }
 
 export class ExpirySweeper extends Context.Service<
@@ -29,13 +27,10 @@ export class ExpirySweeper extends Context.Service<
     ExpirySweeper,
     Effect.gen(function* () {
       const payments = yield* Payments
-      const idempotency = yield* IdempotencyStore
 
-      const sweep = Effect.gen(function* () {
-        const expired = yield* payments.expireDue()
-        const forgottenKeys = yield* idempotency.purgeExpired(yield* DateTime.now)
-        return { expired, forgottenKeys }
-      }).pipe(Effect.withSpan("ExpirySweeper.sweep"))
+      const sweep = Effect.map(payments.expireDue(), (expired) => ({ expired })).pipe(
+        Effect.withSpan("ExpirySweeper.sweep")
+      )
 
       yield* sweep.pipe(
         Effect.tap(({ expired }) => (expired > 0 ? Effect.logInfo(`Expired ${expired} payment(s)`) : Effect.void)),

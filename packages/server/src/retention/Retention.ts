@@ -6,8 +6,8 @@
  * - events older than that window, of payments no longer pending, once no delivery references them (a pending
  *   delivery keeps its event, whatever its age); the payment itself is never deleted;
  * - audit entries older than `KASSA_RETENTION_AUDIT` (2 years);
- * - expired dashboard sessions, and idempotency keys past their 24 hours (which the expiry sweeper and sign-in
- *   also delete; here they are caught up in batches after a long stop).
+ * - expired dashboard sessions, and idempotency keys past their 24 hours (this is the one place they are deleted;
+ *   a key reused after its 24 hours is taken over by the store before then).
  *
  * Each batch is one short statement over at most 1,000 rows picked from an index (`0007_retention`) with
  * `FOR UPDATE SKIP LOCKED`: a row a request holds is skipped, never waited for, and several server processes share
