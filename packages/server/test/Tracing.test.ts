@@ -2,11 +2,17 @@
  * OTLP traces and logs (issue 14 §1), exported by effect's OtlpTracer/OtlpLogger to an OTLP/HTTP receiver this test
  * starts (node:http, the JSON encoding effect sends): a server span per request, parented on the request's
  * `traceparent` and carrying its Request-Id; child spans for SQL statements and the provider call; a span per webhook
- * attempt whose id reaches the receiver in `traceparent`; the request's log line in the same trace.
+ * attempt whose id reaches the receiver in `traceparent`, linked to the request that caused its event; the request's
+ * log line in the same trace. A call to Stripe (FakeStripe, through the SDK) carries its span's `traceparent`.
  */
+import { randomUUID } from "node:crypto"
 import { createServer, type Server } from "node:http"
-import { Option } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ServerConfig } from "../src/config/ServerConfig.ts"
+import { ProviderConnector, ProviderLinkId } from "../src/providers/ProviderConnector.ts"
+import * as StripeConnector from "../src/providers/StripeConnector.ts"
+import { startFakeStripe } from "./support/FakeStripe.ts"
 import { createPayment, query, simulate } from "./support/PaymentFixtures.ts"
 import { databases, startServer } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
@@ -23,6 +29,7 @@ interface Span {
   readonly name: string
   readonly kind: number
   readonly attributes: ReadonlyArray<Attribute>
+  readonly links?: ReadonlyArray<{ readonly traceId: string; readonly spanId: string }>
 }
 interface LogRecord {
   readonly traceId?: string
@@ -136,6 +143,12 @@ describe.each(databases)("tracing on %s", (database) => {
     expect(attempt?.name).toBe("webhook.attempt")
     expect(attempt?.traceId).toBe(sent?.[1])
     expect(attribute(attempt?.attributes ?? [], "http.response.status_code")).toBe("200")
+    // …linked to the request that caused its event (payment.paid: the simulate request, in its own trace).
+    const simulateRoot = collector.spans.find(
+      (span) => span.kind === 2 && span.name === "POST /api/v1/test/payments/:id/simulate"
+    )
+    expect(simulateRoot).toBeDefined()
+    expect(attempt?.links?.map((link) => link.traceId)).toEqual([simulateRoot?.traceId])
 
     // The request's log line is exported too, in the request's trace.
     const line = collector.logs.find((record) => attribute(record.attributes, "request_id") === requestId)
@@ -170,5 +183,36 @@ describe.each(databases)("tracing on %s", (database) => {
     expect((await createPayment(server, shop.testKey)).status).toBe(201)
     await server.close()
     expect(collector.paths.length).toBe(before)
+  })
+})
+
+describe("tracing of provider calls", () => {
+  it("a call to Stripe carries its span's traceparent", async () => {
+    const fake = await startFakeStripe()
+    try {
+      const link = {
+        id: ProviderLinkId.make(randomUUID()),
+        secretKey: Effect.succeed(Redacted.make(fake.secretKey)),
+        endpointSecret: Effect.succeed(Redacted.make("whsec_unused"))
+      }
+      const traceId = await Effect.runPromise(
+        Effect.gen(function* () {
+          const connector = yield* ProviderConnector
+          // An unknown session: Stripe answers 404, which is all this needs (the request was made).
+          yield* Effect.exit(connector.read(link, "cs_test_unknown"))
+          return (yield* Effect.currentSpan).traceId
+        }).pipe(
+          Effect.withSpan("caller"),
+          Effect.provide(
+            StripeConnector.layerWith().pipe(Layer.provide(ServerConfig.layerWith({ stripeApiUrl: fake.url })))
+          )
+        )
+      )
+      expect(fake.requests.map((request) => request.traceparent)).toEqual([
+        expect.stringMatching(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`))
+      ])
+    } finally {
+      await fake.close()
+    }
   })
 })

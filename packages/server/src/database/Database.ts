@@ -15,6 +15,7 @@ import scale from "./migrations/0004_scale.ts"
 import live from "./migrations/0005_live.ts"
 import liveCheckout from "./migrations/0006_live_checkout.ts"
 import retention from "./migrations/0007_retention.ts"
+import traceContext from "./migrations/0009_trace_context.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
 export const migrations = PgMigrator.fromRecord({
@@ -24,7 +25,8 @@ export const migrations = PgMigrator.fromRecord({
   "0004_scale": scale,
   "0005_live": live,
   "0006_live_checkout": liveCheckout,
-  "0007_retention": retention
+  "0007_retention": retention,
+  "0009_trace_context": traceContext
 })
 
 const clientOptions = {

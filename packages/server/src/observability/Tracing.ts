@@ -3,11 +3,13 @@
  * OtlpLogger) when `KASSA_OTLP_URL` or `OTEL_EXPORTER_OTLP_ENDPOINT` is set; nothing otherwise (effect's native
  * tracer then keeps spans in memory only, for `traceparent`). Effect's HTTP server already makes a span per request
  * from the incoming `traceparent`, and its SQL client a child span per statement; this module only picks the
- * exporter, and `traceparent` is how outgoing calls (webhooks) carry the current span on.
+ * exporter, and `traceparent` is how outgoing calls (webhooks, the payment provider) carry the current span on.
  */
+import { AsyncLocalStorage } from "node:async_hooks"
 import { Effect, Layer, Option, Tracer } from "effect"
 import { FetchHttpClient, HttpTraceContext } from "effect/http"
 import { OtlpExporter, OtlpLogger, OtlpSerialization, OtlpTracer } from "effect/observability"
+import type Stripe from "stripe"
 import { ServerConfig } from "../config/ServerConfig.ts"
 
 export const serviceName = "kassa"
@@ -57,3 +59,34 @@ export const currentTraceparent: Effect.Effect<string | undefined> = Effect.curr
   Effect.map((span) => HttpTraceContext.toHeaders(span).traceparent),
   Effect.orElseSucceed(() => undefined)
 )
+
+/** The `traceparent` of the span that started an SDK call, for the SDK's HTTP client below to send. */
+const outgoing = new AsyncLocalStorage<string>()
+
+/**
+ * `run` (a call into an SDK that makes its own HTTP requests) with the current span's `traceparent` carried to
+ * {@link carryingTraceparent}'s client: an SDK's per-request options would need it at every call site, and
+ * AsyncLocalStorage follows the SDK's own promises to the request it makes.
+ */
+export const withTraceparent = <A>(run: () => Promise<A>): Effect.Effect<() => Promise<A>> =>
+  Effect.map(currentTraceparent, (traceparent) =>
+    traceparent === undefined ? run : () => outgoing.run(traceparent, run)
+  )
+
+/** The Stripe SDK's HTTP client, sending the `traceparent` {@link withTraceparent} carried, if any. */
+export const carryingTraceparent = (inner: Stripe.HttpClient): Stripe.HttpClient => ({
+  getClientName: () => inner.getClientName(),
+  makeRequest: (host, port, path, method, headers, data, protocol, timeout) => {
+    const traceparent = outgoing.getStore()
+    return inner.makeRequest(
+      host,
+      port,
+      path,
+      method,
+      traceparent === undefined ? headers : { ...headers, traceparent },
+      data,
+      protocol,
+      timeout
+    )
+  }
+})

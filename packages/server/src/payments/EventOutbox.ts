@@ -8,6 +8,7 @@ import { Ids, type Payment, WebhookEvent } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Schema } from "effect"
 import { SecureRandom } from "effect/crypto"
 import { SqlClient } from "effect/sql"
+import * as Tracing from "../observability/Tracing.ts"
 import { DeliveryWakeup } from "../webhooks/DeliveryWakeup.ts"
 
 // The body is serialized once, here, so every attempt sends the same bytes.
@@ -62,6 +63,8 @@ export class EventOutbox extends Context.Service<
         const [first, ...rest] = made
         if (first === undefined) return
         const createdAt = DateTime.toDateUtc(at)
+        // The span that caused the events: each webhook attempt's span links to it (Dispatcher).
+        const traceContext = (yield* Tracing.currentTraceparent) ?? null
         const eventRow = ({ applicationId, payment, event }: (typeof made)[number]) => ({
           id: event.id,
           application_id: applicationId,
@@ -69,7 +72,8 @@ export class EventOutbox extends Context.Service<
           mode: payment.mode,
           event: event.event,
           body: eventBody(event),
-          created_at: createdAt
+          created_at: createdAt,
+          trace_context: traceContext
         })
         const deliveryRow = ({ applicationId, payment, event }: (typeof made)[number], id: Ids.DeliveryId) => ({
           id,

@@ -16,6 +16,7 @@ import { Ids, type ProviderSettlement } from "@kassa/core"
 import { Clock, DateTime, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 import Stripe from "stripe"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Tracing from "../observability/Tracing.ts"
 import {
   type CheckoutReading,
   EventRejected,
@@ -192,7 +193,9 @@ export const layerWith = (options: StripeConnectorOptions = {}) =>
           timeout: timeoutMillis,
           maxNetworkRetries: 0,
           telemetry: false,
-          appInfo: { name: "Kassa", url: "https://github.com/kassa" }
+          appInfo: { name: "Kassa", url: "https://github.com/kassa" },
+          // Sends the calling span's `traceparent` (issue 14 §1).
+          httpClient: Tracing.carryingTraceparent(Stripe.createNodeHttpClient())
         })
 
       // Clients by link id, oldest first; bounded, so a server with many links holds a few hundred agents at most.
@@ -222,7 +225,10 @@ export const layerWith = (options: StripeConnectorOptions = {}) =>
         run: (client: Stripe) => Promise<A>,
         onAnswer: (answer: A) => B
       ): Effect.Effect<B | NoAnswer, ProviderRefused> =>
-        Effect.tryPromise({ try: () => run(client), catch: (error) => error }).pipe(
+        Effect.flatMap(
+          Tracing.withTraceparent(() => run(client)),
+          (traced) => Effect.tryPromise({ try: traced, catch: (error) => error })
+        ).pipe(
           Effect.map(onAnswer),
           Effect.catch((error) => classify(error)),
           Effect.timeoutOrElse({

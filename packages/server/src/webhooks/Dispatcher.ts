@@ -29,9 +29,11 @@ import {
   Option,
   Queue,
   Random,
-  Schedule
+  Schedule,
+  Tracer
 } from "effect"
 import { Mac } from "effect/crypto"
+import { Headers, HttpTraceContext } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
@@ -159,13 +161,37 @@ export class Dispatcher extends Context.Service<
       const retryCap = Math.max(1, Math.floor((globalCap * retryLimit) / globalLimit))
       const refillAt = Math.max(1, Math.floor(globalCap / 8))
 
+      /**
+       * A link from an attempt's span to the span that caused its event (stored with the event: `trace_context`), so a
+       * trace backend shows which request a webhook came from. Read only when spans are exported.
+       */
+      const causeOf = (deliveryId: Ids.DeliveryId) =>
+        Effect.withFiber((fiber): Effect.Effect<ReadonlyArray<Tracer.SpanLink>> => {
+          if (fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer) return Effect.succeed([])
+          return sql<{ readonly trace_context: string | null }>`
+            SELECT e.trace_context FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = ${deliveryId}
+          `.pipe(
+            Effect.map((rows) => {
+              const traceparent = rows[0]?.trace_context
+              if (traceparent == null) return []
+              return Option.match(HttpTraceContext.fromHeaders(Headers.fromInput({ traceparent })), {
+                onNone: () => [],
+                onSome: (span) => [{ span, attributes: { "kassa.link": "caused_by" } }]
+              })
+            }),
+            // A link is an aid; the attempt goes ahead without it.
+            Effect.orElseSucceed(() => [])
+          )
+        })
+
       /** Makes one attempt of `delivery` to `target` (URL and secrets as read for it), started at `clock`'s time. */
       const attempt = Effect.fnUntraced(function* (
-        delivery: { readonly event: string; readonly body: string },
+        delivery: { readonly id: Ids.DeliveryId; readonly event: string; readonly body: string },
         target: Target | undefined,
         kind: AttemptRecord["kind"],
         clock: Effect.Effect<DateTime.Utc>
       ) {
+        const links = yield* causeOf(delivery.id)
         const startedAt = yield* clock
         const url = target?.url ?? null
         const outcome =
@@ -188,7 +214,11 @@ export class Dispatcher extends Context.Service<
                     })
                   ),
                   // A client span per attempt; its id travels to the receiver as `traceparent` (WebhookSender).
-                  Effect.withSpan("webhook.attempt", { kind: "client", attributes: { "kassa.event": delivery.event } })
+                  Effect.withSpan("webhook.attempt", {
+                    kind: "client",
+                    attributes: { "kassa.event": delivery.event },
+                    links
+                  })
                 )
         yield* Metrics.recordAttempt(kind, attemptOutcome(outcome), outcome.durationMs / 1000)
         const record: AttemptRecord = {

@@ -161,6 +161,8 @@ export interface RecordedRequest {
   readonly params: JsonObject
   readonly idempotencyKey: string | null
   readonly stripeVersion: string | null
+  /** The W3C trace context the caller sent (Kassa sends its calling span's), for the tracing test. */
+  readonly traceparent: string | null
   status: number | "no answer"
   replayed: boolean
 }
@@ -941,6 +943,7 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
       params,
       idempotencyKey: key,
       stripeVersion: version,
+      traceparent: typeof request.headers.traceparent === "string" ? request.headers.traceparent : null,
       status: "no answer",
       replayed: false
     }
