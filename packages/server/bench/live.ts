@@ -12,6 +12,14 @@
  * on the machine falls on both; CPU is the server process's own user + system time (/proc) over the requests it
  * answered, which other load moves far less than throughput.
  *
+ * Measured (2 cores shared with other work, load average 14–17): live/test CPU 2.7–3.2 (test ≈ 1.9–2.0 ms, live
+ * ≈ 5.1–6.4 ms per create). Where the live create's extra time goes, by experiment on a copy of the server: six more
+ * round trips to PostgreSQL than a test create's two (rule 5's read, the active link, BEGIN, the provider_payments
+ * INSERT, COMMIT, the UPDATE with the session); without BEGIN/COMMIT and the link lookup the ratio was 2.1–2.4.
+ * With the Stripe call also stubbed out it was 1.2–1.4. The SDK call on its own, in a bare Node process, costs
+ * 0.63 ms (http) and 0.73–0.95 ms (https) of CPU. Reaching 1.5 needs fewer statements on the live path, since the SDK
+ * call alone is about half a test create.
+ *
  * Settings: KASSA_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), KASSA_BENCH_SECONDS (10),
  * KASSA_BENCH_ROUNDS (3), KASSA_BENCH_NODE_FLAGS (replaces `npm start`'s flags; e.g. `--cpu-prof` to profile, the
  * profile is written into packages/server when the server exits), KASSA_BENCH_ONLY (`live` or `test`: one kind, for
