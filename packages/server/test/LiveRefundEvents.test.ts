@@ -41,9 +41,18 @@ describe.each(databases)("live refund events on %s", (database) => {
     fake.requests.filter(
       (r) => r.method === "POST" && r.path === "/v1/refunds" && r.params.payment_intent === paymentIntentId
     )
-  /** Events Stripe made about the refund (`charge.refunded` carries it in the charge's refunds). */
-  const eventsAbout = (providerRefundId: string) =>
-    fake.events.filter((event) => JSON.stringify(event.data).includes(providerRefundId))
+  /**
+   * Events Stripe made about the refund: its own, and `charge.refunded` of its charge, which names no refund (a
+   * Charge has had no `refunds` list since API 2022-11-15, https://docs.stripe.com/upgrades#2022-11-15).
+   */
+  const eventsAbout = (providerRefundId: string) => {
+    const charge = fake.refund(providerRefundId).charge
+    return fake.events.filter(
+      (event) =>
+        JSON.stringify(event.data).includes(providerRefundId) ||
+        (event.type === "charge.refunded" && (event.data as { object: { id: unknown } }).object.id === charge)
+    )
+  }
   const deliveriesOf = (eventIds: ReadonlyArray<string>) =>
     fake.deliveries.filter((delivery) => eventIds.includes(delivery.eventId))
 
@@ -120,6 +129,22 @@ describe.each(databases)("live refund events on %s", (database) => {
     const found = await query(server, (sql) => sql`SELECT * FROM provider_discrepancies WHERE payment_id = ${id}`)
     expect(found).toHaveLength(1)
     expect(found[0]).toMatchObject({ refund_id: refundId, kind: "refund_failed_after_success" })
+  })
+
+  it("charge.refunded alone (refund.created lost) records the refund: its charge names none, so they are listed", async () => {
+    const linked = await linkedApplication()
+    const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
+    fake.eventFault({ drop: true, type: "refund.created", count: 1 })
+    const made = fake.refundInDashboard(paymentIntentId, 300)
+    await fake.settled()
+    const sent = eventsAbout(String(made.id)).filter((event) => deliveriesOf([String(event.id)]).length > 0)
+    expect(sent.map((event) => event.type)).toEqual(["charge.refunded"])
+    const listed = fake.requests.filter((r) => r.method === "GET" && r.path === "/v1/refunds")
+    expect(listed.at(-1)?.params).toMatchObject({ payment_intent: paymentIntentId })
+    expect((await payment(linked, id)).refunds).toEqual([
+      expect.objectContaining({ amount: 300, status: "succeeded", reason: "refunded at provider" })
+    ])
+    expect(await eventNames(id)).toEqual(["payment.partially_refunded"])
   })
 
   it("Stripe not answering the re-read: 503 and nothing recorded; the events sent again are applied", async () => {
