@@ -528,3 +528,42 @@ describe("the race 'customer pays while the merchant cancels (or expiry runs)'",
     )
   })
 })
+
+describe("a live create that never stored its provider's answer (the clean-up, decisions §10)", () => {
+  const unopened = { now, visit: null, closing: "expire" as const }
+
+  it("no checkout at the provider, or one expired (by the clean-up), open or failed → failed with payment.failed", () => {
+    for (const found of [null, { _tag: "Expired" }, { _tag: "Open" }, { _tag: "Failed" }] as const) {
+      const decided = ProviderSettlement.decideUnopened(pendingPayment({ mode: "live" }), found, unopened)
+      assert.strictEqual(decided.payment.status, "failed")
+      assert.deepStrictEqual(decided.events, ["payment.failed"])
+      assert.isFalse(decided.adopt)
+    }
+  })
+
+  it("a checkout paid meanwhile is adopted: paid with payment.paid, the payer from the provider", () => {
+    const decided = ProviderSettlement.decideUnopened(
+      pendingPayment({ mode: "live" }),
+      { _tag: "Paid", customer },
+      unopened
+    )
+    assert.strictEqual(decided.payment.status, "paid")
+    assert.deepStrictEqual(decided.events, ["payment.paid"])
+    assert.deepStrictEqual(decided.payment.payer, { ...customer, ip: "", user_agent: "" })
+    assert.isTrue(decided.adopt)
+  })
+
+  it("completed but unpaid (a delayed method) is adopted and stays pending: the money may still arrive", () => {
+    const decided = ProviderSettlement.decideUnopened(pendingPayment({ mode: "live" }), { _tag: "Unpaid" }, unopened)
+    assert.strictEqual(decided.payment.status, "pending")
+    assert.deepStrictEqual(decided.events, [])
+    assert.isTrue(decided.adopt)
+  })
+
+  it("a payment no longer pending is left as it is", () => {
+    const paid = paidPayment({ mode: "live" })
+    const decided = ProviderSettlement.decideUnopened(paid, null, unopened)
+    assert.strictEqual(decided.payment, paid)
+    assert.deepStrictEqual(decided.events, [])
+  })
+})

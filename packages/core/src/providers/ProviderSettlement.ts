@@ -97,8 +97,9 @@ const paidStatuses: ReadonlySet<PaymentStatus> = new Set(["paid", "partially_ref
 
 /**
  * `payer` of a payment paid at the provider: name, e-mail and phone from the provider's checkout, IP and
- * User-Agent from Kassa's checkout visit. The payment object requires `name`, `ip` and `user_agent` as strings
- * while §10 asks for null where unknown: until the payer schema admits null, an unknown value is "".
+ * User-Agent from Kassa's checkout visit. The contract's payer (payment-service-api.md) allows null for `phone` and
+ * `email` only, so those are null when unknown; `name`, `ip` and `user_agent` are strings there, "" when unknown
+ * (§10's "null when there was none" would break the payment object's shape).
  */
 export const payerOf = (customer: CustomerDetails, visit: CheckoutVisit | null): Payer => ({
   name: customer.name ?? "",
