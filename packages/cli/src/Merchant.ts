@@ -15,7 +15,7 @@ export interface MerchantSettings {
 const commonKeys = new Set(["message", "status", "requestId", "retryAfter", "cause", "_tag", "code", "name", "stack"])
 
 /** An SDK error as the CLI reports it: the code, the message, the code's fields and the Request-Id. */
-const toFailure = (sdk: Sdk, error: unknown): CommandFailure => {
+export const toFailure = (sdk: Sdk, error: unknown): CommandFailure => {
   if (error instanceof sdk.KassaApiError) {
     const own = Object.fromEntries(Object.entries(error).filter(([key]) => !commonKeys.has(key)))
     return failure(error.message, {

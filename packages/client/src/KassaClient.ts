@@ -148,8 +148,8 @@ interface Settings {
   readonly timeout: Duration.Duration
 }
 
-const defaultMaxRetries = 2
-const defaultTimeout = Duration.seconds(30)
+export const defaultMaxRetries = 2
+export const defaultTimeout = Duration.seconds(30)
 
 const isRetryCount = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0
 
@@ -319,6 +319,46 @@ const withRetries = <A>(attempt: Effect.Effect<A, AnyKassaError>, maxRetries: nu
   return loop(0)
 }
 
+// --- sending -----------------------------------------------------------------------------------------------------------
+
+/** What sending needs of a client's settings. */
+export interface SendSettings {
+  readonly baseUrl: string
+  readonly maxRetries: number
+  readonly timeout: Duration.Duration
+}
+
+/**
+ * One call through a typed client of a core contract (`HttpApiClient.make`, `responseMode: "response-only"`): each
+ * attempt (request, then answer) within the timeout, the answer decoded by the endpoint's contract (whatever it does
+ * not cover still an SDK error), and the retries between attempts. `kassa admin` sends the operator API's calls with
+ * it, so both clients fail and retry alike.
+ */
+export const sendWith =
+  (settings: SendSettings) =>
+  <A>(
+    request: Effect.Effect<HttpClientResponse.HttpClientResponse, unknown>,
+    decode: (response: HttpClientResponse.HttpClientResponse) => Effect.Effect<A, unknown>,
+    options: RequestOptions | undefined
+  ): Effect.Effect<A, AnyKassaError> => {
+    const timeout = options?.timeout === undefined ? settings.timeout : Duration.fromInputUnsafe(options.timeout)
+    const attempt = request.pipe(
+      Effect.catch((error) =>
+        // Requests are checked before they are encoded, so only the transport can fail here.
+        HttpClientError.isHttpClientError(error) && error.reason._tag === "TransportError"
+          ? Effect.fail(new ConnectionError({ message: `Could not reach Kassa at ${settings.baseUrl}.`, cause: error }))
+          : Effect.die(error)
+      ),
+      Effect.flatMap((response) => decodeAnswer(response, decode)),
+      Effect.timeoutOrElse({
+        duration: timeout,
+        orElse: () =>
+          Effect.fail(new TimeoutError({ message: `Kassa did not answer within ${Duration.format(timeout)}.` }))
+      })
+    )
+    return withRetries(attempt, options?.maxRetries ?? settings.maxRetries)
+  }
+
 // --- requests refused before sending ------------------------------------------------------------------------------
 
 // The SDK checks requests with the contract's schemas (the typed client would refuse to encode them anyway) and
@@ -371,29 +411,7 @@ export const make = Effect.fnUntraced(function* (options: KassaClientOptions) {
     )
   )
 
-  /** One call: attempts (request, then answer, within the timeout) and the retries between them. */
-  const send = <A>(
-    request: Effect.Effect<HttpClientResponse.HttpClientResponse, unknown>,
-    decode: (response: HttpClientResponse.HttpClientResponse) => Effect.Effect<A, unknown>,
-    options: RequestOptions | undefined
-  ): Effect.Effect<A, AnyKassaError> => {
-    const timeout = options?.timeout === undefined ? settings.timeout : Duration.fromInputUnsafe(options.timeout)
-    const attempt = request.pipe(
-      Effect.catch((error) =>
-        // Requests are checked before they are encoded, so only the transport can fail here.
-        HttpClientError.isHttpClientError(error) && error.reason._tag === "TransportError"
-          ? Effect.fail(new ConnectionError({ message: `Could not reach Kassa at ${settings.baseUrl}.`, cause: error }))
-          : Effect.die(error)
-      ),
-      Effect.flatMap((response) => decodeAnswer(response, decode)),
-      Effect.timeoutOrElse({
-        duration: timeout,
-        orElse: () =>
-          Effect.fail(new TimeoutError({ message: `Kassa did not answer within ${Duration.format(timeout)}.` }))
-      })
-    )
-    return withRetries(attempt, options?.maxRetries ?? settings.maxRetries)
-  }
+  const send = sendWith(settings)
 
   const create = Effect.fn("KassaClient.payments.create")(function* (
     params: CreatePaymentParams,

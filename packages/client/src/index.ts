@@ -47,6 +47,8 @@ export {
 export {
   type CreatePaymentOptions,
   type CreatePaymentParams,
+  defaultMaxRetries,
+  defaultTimeout,
   type IdempotentRequestOptions,
   KassaClient,
   type KassaClientOptions,
@@ -55,5 +57,7 @@ export {
   type PaymentPage,
   type RefundParams,
   type RequestOptions,
-  type SimulateParams
+  type SendSettings,
+  type SimulateParams,
+  sendWith
 } from "./KassaClient.ts"

@@ -2,7 +2,8 @@
  * `kassa admin apps|keys|webhook-secret|deliveries|users|audit|provider|payments …`: the operator API (decisions §8, §10) with
  * the admin token.
  */
-import type { Application as CoreApplication } from "@kassa/core"
+import type { Application as CoreApplication, OperatorSchemas, Payment } from "@kassa/core"
+import * as OperatorSettings from "@kassa/core/api/OperatorSettings"
 import * as Config from "effect/Config"
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
@@ -10,81 +11,25 @@ import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import { type OperatorSettings, request } from "../Operator.ts"
+import { type OperatorSettings as Connection, call, type OperatorClient } from "../Operator.ts"
 import { fields, output, reporting, table } from "../Output.ts"
 import * as Settings from "../Settings.ts"
 
-// --- Shapes of the answers (OperatorSchemas of @kassa/server) --------------------------------------------------------
+// --- Answers: the contract's schemas, as sent (encoded) ----------------------------------------------------------------
 
-/** An application as the operator API answers it: the core's schema, encoded. */
 type Application = typeof CoreApplication.Application.Encoded
+type ApiKey = typeof OperatorSchemas.ApiKeyView.Encoded
+type IssuedApiKey = typeof OperatorSchemas.IssuedApiKeyView.Encoded
+type Delivery = typeof OperatorSchemas.DeliveryView.Encoded
+type User = typeof OperatorSchemas.UserView.Encoded
+type ProviderLink = typeof OperatorSchemas.ProviderLinkView.Encoded
 
-interface ApiKey {
-  readonly id: string
-  readonly mode: string
-  readonly display: string
-  readonly created_at: string
-  readonly last_used_at?: string | null
-  readonly revoked_at?: string | null
-}
-
-interface IssuedApiKey extends ApiKey {
-  readonly key: string
-}
-
-interface DeliveryAttempt {
-  readonly number: number
-  readonly kind: string
-  readonly started_at: string
-  readonly url: string | null
-  readonly response_status: number | null
-  readonly error: string | null
-  readonly duration_ms: number
-}
-
-interface Delivery {
-  readonly id: string
-  readonly event_id: string
-  readonly event: string
-  readonly payment_id: string
-  readonly mode: string
-  readonly status: string
-  readonly next_attempt_at: string | null
-  readonly created_at: string
-  readonly attempts: ReadonlyArray<DeliveryAttempt>
-}
-
-interface User {
-  readonly id: string
-  readonly email: string
-  readonly operator_admin: boolean
-  readonly created_at: string
-  readonly last_login_at: string | null
-  readonly active: boolean
-  readonly memberships: ReadonlyArray<{ readonly application_id: string; readonly role: string }>
-}
-
-interface AuditEntry {
-  readonly id: number
-  readonly at: string
-  readonly actor: string
-  readonly action: string
-  readonly application_id: string | null
-  readonly target: string | null
-  readonly ip: string | null
-}
-
-/** A linked payment provider account (decisions §10): the key only in its display form. */
-interface ProviderLink {
-  readonly provider: string
-  readonly account_id: string
-  readonly key_display: string
-  readonly livemode: boolean
-  readonly webhook_endpoint_id: string
-  readonly status: string
-  readonly linked_at: string
-  readonly retired_at: string | null
-}
+/** What one endpoint's call takes, for requests built from flags (the server judges their values). */
+type Request<G extends keyof OperatorClient, E extends keyof OperatorClient[G]> = OperatorClient[G][E] extends (
+  request: infer R
+) => unknown
+  ? R
+  : never
 
 // --- Rendering -----------------------------------------------------------------------------------------------------
 
@@ -178,74 +123,42 @@ const renderDelivery = (delivery: Delivery) =>
 
 const some = <K extends string, A>(key: K, option: Option.Option<A>): { [P in K]?: A } =>
   Option.isSome(option) ? ({ [key]: option.value } as { [P in K]?: A }) : {}
-const list = (value: string) =>
-  value
-    .split(",")
-    .map((entry) => entry.trim())
-    .filter((entry) => entry.length > 0)
-/** `""` or `none` clears a nullable setting. */
-const nullable = (value: string) => (value === "" || value === "none" ? null : value)
 
 const applicationId = Argument.String("application-id").pipe(Argument.withDescription("The application's id"))
 const keyId = Argument.String("key-id").pipe(Argument.withDescription("The key record's id (not the key)"))
 const deliveryId = Argument.String("delivery-id").pipe(Argument.withDescription("The delivery's id"))
 
-const settingFlags = {
-  status: Flag.Literals("status", ["pending_review", "active", "suspended", "disabled"]).pipe(
-    Flag.withDescription("The application's status"),
-    Flag.optional
-  ),
-  methods: Flag.String("methods").pipe(
-    Flag.withDescription("Payment methods, comma-separated (card,ideal)"),
-    Flag.optional
-  ),
-  currencies: Flag.String("currencies").pipe(
-    Flag.withDescription("Currencies, comma-separated (EUR,USD)"),
-    Flag.optional
-  ),
-  locale: Flag.String("locale").pipe(Flag.withDescription("Checkout language, such as en or nl-NL"), Flag.optional),
-  minAmount: Flag.Int("min-amount").pipe(Flag.withDescription("Smallest payment, minor units"), Flag.optional),
-  maxAmount: Flag.Int("max-amount").pipe(Flag.withDescription("Largest payment, minor units"), Flag.optional),
-  returnUrlHost: Flag.String("return-url-host").pipe(
-    Flag.withDescription("The host return_urls must have (shop.example); none clears it"),
-    Flag.optional
-  ),
-  webhookUrl: Flag.String("webhook-url").pipe(
-    Flag.withDescription("Where webhooks are sent; none clears it"),
-    Flag.optional
-  ),
-  ipAllowlist: Flag.String("ip-allowlist").pipe(
-    Flag.withDescription("Addresses or CIDR ranges allowed to use the keys, comma-separated; empty allows any"),
-    Flag.optional
-  ),
-  paymentTtlSeconds: Flag.Int("payment-ttl-seconds").pipe(
-    Flag.withDescription("How long a payment stays payable, 60 to 604800"),
-    Flag.optional
-  ),
-  rateLimitPerMinute: Flag.Int("rate-limit-per-minute").pipe(
-    Flag.withDescription("Requests per minute per key"),
-    Flag.optional
-  )
+type SettingName = Exclude<OperatorSettings.SettingName, "name">
+
+/** A setting's flag, from the core's catalogue: its name, its help, and how its text is read. */
+const settingFlag = (name: SettingName): Flag.Flag<Option.Option<string | number>> => {
+  const { flag, description, input } = OperatorSettings.settings[name]
+  const kind: Flag.Flag<string | number> =
+    input._tag === "Integer"
+      ? Flag.Int(flag)
+      : input._tag === "Choice"
+        ? Flag.Literals(flag, input.choices)
+        : Flag.String(flag)
+  return kind.pipe(Flag.withDescription(description), Flag.optional)
 }
 
-type FlagValue<F> = F extends Flag.Flag<infer A> ? A : never
-type SettingInput = { readonly [K in keyof typeof settingFlags]: FlagValue<(typeof settingFlags)[K]> }
+const settingNames = OperatorSettings.names.filter((name): name is SettingName => name !== "name")
 
-const settingsBody = (input: SettingInput) => ({
-  ...some("status", input.status),
-  ...some("methods", Option.map(input.methods, list)),
-  ...some("currencies", Option.map(input.currencies, list)),
-  ...some("locale", input.locale),
-  ...some("min_amount", input.minAmount),
-  ...some("max_amount", input.maxAmount),
-  ...some("return_url_host", Option.map(input.returnUrlHost, nullable)),
-  ...some("webhook_url", Option.map(input.webhookUrl, nullable)),
-  ...some("ip_allowlist", Option.map(input.ipAllowlist, list)),
-  ...some("payment_ttl_seconds", input.paymentTtlSeconds),
-  ...some("rate_limit_per_minute", input.rateLimitPerMinute)
-})
+const settingFlags = Object.fromEntries(settingNames.map((name) => [name, settingFlag(name)])) as {
+  readonly [K in SettingName]: Flag.Flag<Option.Option<string | number>>
+}
 
-const path = encodeURIComponent
+type SettingInput = { readonly [K in SettingName]: Option.Option<string | number> }
+
+/** The settings given as flags, as the body's fields; the ones not given are left out. */
+const settingsBody = (input: SettingInput) =>
+  Object.fromEntries(
+    settingNames.flatMap((name) => {
+      const value = input[name]
+      if (Option.isNone(value)) return []
+      return [[name, typeof value.value === "number" ? value.value : OperatorSettings.fromFlag(name, value.value)]]
+    })
+  )
 
 // --- apps ------------------------------------------------------------------------------------------------------------
 
@@ -257,10 +170,12 @@ const appsCreate = Command.make(
     ...settingFlags
   },
   (input) =>
-    request<{ application: Application; webhook_secret: string }>(input, "POST", "/applications", {
-      name: input.name,
-      ...settingsBody(input)
-    }).pipe(
+    call<typeof OperatorSchemas.ApplicationCreated.Encoded>(input, "operatorApplications.create", (client) =>
+      client.operatorApplications.create({
+        payload: { name: input.name, ...settingsBody(input) } as Request<"operatorApplications", "create">["payload"],
+        responseMode: "response-only"
+      })
+    ).pipe(
       Effect.flatMap((created) =>
         output(
           input.json,
@@ -274,7 +189,9 @@ const appsCreate = Command.make(
 ).pipe(Command.withDescription("Create an application (status pending_review unless --status says otherwise)"))
 
 const appsList = Command.make("list", Settings.operator, (input) =>
-  request<{ data: ReadonlyArray<Application> }>(input, "GET", "/applications").pipe(
+  call<typeof OperatorSchemas.ApplicationList.Encoded>(input, "operatorApplications.list", (client) =>
+    client.operatorApplications.list({ responseMode: "response-only" })
+  ).pipe(
     Effect.flatMap((page) =>
       output(input.json, page, ({ data }) =>
         data.length === 0
@@ -296,7 +213,9 @@ const appsList = Command.make("list", Settings.operator, (input) =>
 ).pipe(Command.withDescription("List every application, oldest first"))
 
 const appsShow = Command.make("show", { ...Settings.operator, applicationId }, (input) =>
-  request<Application>(input, "GET", `/applications/${path(input.applicationId)}`).pipe(
+  call<Application>(input, "operatorApplications.retrieve", (client) =>
+    client.operatorApplications.retrieve({ params: { id: input.applicationId }, responseMode: "response-only" })
+  ).pipe(
     Effect.flatMap((application) => output(input.json, application, renderApplication)),
     reporting(input.json)
   )
@@ -311,10 +230,16 @@ const appsUpdate = Command.make(
     ...settingFlags
   },
   (input) =>
-    request<Application>(input, "PATCH", `/applications/${path(input.applicationId)}`, {
-      ...some("name", input.name),
-      ...settingsBody(input)
-    }).pipe(
+    call<Application>(input, "operatorApplications.update", (client) =>
+      client.operatorApplications.update({
+        params: { id: input.applicationId },
+        payload: { ...some("name", input.name), ...settingsBody(input) } as Request<
+          "operatorApplications",
+          "update"
+        >["payload"],
+        responseMode: "response-only"
+      })
+    ).pipe(
       Effect.flatMap((application) => output(input.json, application, renderApplication)),
       reporting(input.json)
     )
@@ -335,28 +260,40 @@ const keysCreate = Command.make(
     mode: Flag.Literals("mode", ["test", "live"]).pipe(Flag.withDescription("A test or a live key"))
   },
   (input) =>
-    request<IssuedApiKey>(input, "POST", `/applications/${path(input.applicationId)}/keys`, { mode: input.mode }).pipe(
+    call<IssuedApiKey>(input, "operatorKeys.create", (client) =>
+      client.operatorKeys.create({
+        params: { id: input.applicationId },
+        payload: { mode: input.mode },
+        responseMode: "response-only"
+      })
+    ).pipe(
       Effect.flatMap((key) => output(input.json, key, renderIssuedKey)),
       reporting(input.json)
     )
 ).pipe(Command.withDescription("Issue an API key; the key is shown this once"))
 
 const keysList = Command.make("list", { ...Settings.operator, applicationId }, (input) =>
-  request<{ data: ReadonlyArray<ApiKey> }>(input, "GET", `/applications/${path(input.applicationId)}/keys`).pipe(
+  call<typeof OperatorSchemas.ApiKeyList.Encoded>(input, "operatorKeys.list", (client) =>
+    client.operatorKeys.list({ params: { id: input.applicationId }, responseMode: "response-only" })
+  ).pipe(
     Effect.flatMap((page) => output(input.json, page, ({ data }) => renderKeys(data))),
     reporting(input.json)
   )
 ).pipe(Command.withDescription("List an application's keys (display form only), revoked ones included"))
 
 const keysRoll = Command.make("roll", { ...Settings.operator, keyId }, (input) =>
-  request<IssuedApiKey>(input, "POST", `/keys/${path(input.keyId)}/roll`).pipe(
+  call<IssuedApiKey>(input, "operatorKeys.roll", (client) =>
+    client.operatorKeys.roll({ params: { key_id: input.keyId }, responseMode: "response-only" })
+  ).pipe(
     Effect.flatMap((key) => output(input.json, key, renderIssuedKey)),
     reporting(input.json)
   )
 ).pipe(Command.withDescription("Replace a key with a new one of the same mode; the old one stops working"))
 
 const keysRevoke = Command.make("revoke", { ...Settings.operator, keyId }, (input) =>
-  request<ApiKey>(input, "DELETE", `/keys/${path(input.keyId)}`).pipe(
+  call<ApiKey>(input, "operatorKeys.revoke", (client) =>
+    client.operatorKeys.revoke({ params: { key_id: input.keyId }, responseMode: "response-only" })
+  ).pipe(
     Effect.flatMap((key) => output(input.json, key, (revoked) => `Revoked.\n\n${renderKeys([revoked])}`)),
     reporting(input.json)
   )
@@ -370,7 +307,15 @@ const keys = Command.make("keys").pipe(
 // --- webhook-secret ----------------------------------------------------------------------------------------------------
 
 const secretRotate = Command.make("rotate", { ...Settings.operator, applicationId }, (input) =>
-  request<{ webhook_secret: string }>(input, "POST", `/applications/${path(input.applicationId)}/webhook-secret`).pipe(
+  call<typeof OperatorSchemas.WebhookSecretCreated.Encoded>(
+    input,
+    "operatorApplications.rotateWebhookSecret",
+    (client) =>
+      client.operatorApplications.rotateWebhookSecret({
+        params: { id: input.applicationId },
+        responseMode: "response-only"
+      })
+  ).pipe(
     Effect.flatMap((created) =>
       output(
         input.json,
@@ -411,18 +356,16 @@ const deliveriesList = Command.make(
     mode: Flag.Literals("mode", ["test", "live"]).pipe(Flag.withDescription("Only test or only live"), Flag.optional)
   },
   (input) => {
-    const query = new URLSearchParams({
-      ...some("limit", Option.map(input.limit, String)),
+    const query = {
+      ...some("limit", input.limit),
       ...some("starting_after", input.startingAfter),
       ...some("status", input.status),
       ...some("event", input.event),
       ...some("payment_id", input.paymentId),
       ...some("mode", input.mode)
-    }).toString()
-    return request<{ data: ReadonlyArray<Delivery>; has_more: boolean }>(
-      input,
-      "GET",
-      `/applications/${path(input.applicationId)}/deliveries${query.length > 0 ? `?${query}` : ""}`
+    } as Request<"operatorDeliveries", "list">["query"]
+    return call<typeof OperatorSchemas.DeliveryList.Encoded>(input, "operatorDeliveries.list", (client) =>
+      client.operatorDeliveries.list({ params: { id: input.applicationId }, query, responseMode: "response-only" })
     ).pipe(
       Effect.flatMap((page) => output(input.json, page, ({ data, has_more }) => renderDeliveries(data, has_more))),
       reporting(input.json)
@@ -431,7 +374,9 @@ const deliveriesList = Command.make(
 ).pipe(Command.withDescription("List an application's webhook deliveries, newest first, one page"))
 
 const deliveriesResend = Command.make("resend", { ...Settings.operator, deliveryId }, (input) =>
-  request<Delivery>(input, "POST", `/deliveries/${path(input.deliveryId)}/resend`).pipe(
+  call<Delivery>(input, "operatorDeliveries.resend", (client) =>
+    client.operatorDeliveries.resend({ params: { id: input.deliveryId }, responseMode: "response-only" })
+  ).pipe(
     Effect.flatMap((delivery) => output(input.json, delivery, (resent) => `Resending.\n\n${renderDelivery(resent)}`)),
     reporting(input.json)
   )
@@ -497,11 +442,12 @@ const usersCreate = Command.make(
   (input) =>
     Effect.gen(function* () {
       const { password, generated } = yield* chosenOrGenerated(input.password)
-      const user = yield* request<User>(input, "POST", "/users", {
-        email: input.email,
-        password,
-        operator_admin: input.operatorAdmin
-      })
+      const user = yield* call<User>(input, "operatorUsers.create", (client) =>
+        client.operatorUsers.create({
+          payload: { email: input.email, password, operator_admin: input.operatorAdmin },
+          responseMode: "response-only"
+        })
+      )
       return yield* output(
         input.json,
         generated ? { ...user, password } : user,
@@ -517,7 +463,9 @@ const usersCreate = Command.make(
 ).pipe(Command.withDescription("Create a dashboard user"))
 
 const usersList = Command.make("list", { ...Settings.operator }, (input) =>
-  request<{ data: ReadonlyArray<User> }>(input, "GET", "/users").pipe(
+  call<typeof OperatorSchemas.UserList.Encoded>(input, "operatorUsers.list", (client) =>
+    client.operatorUsers.list({ responseMode: "response-only" })
+  ).pipe(
     Effect.flatMap((page) => output(input.json, page, ({ data }) => renderUsers(data))),
     reporting(input.json)
   )
@@ -536,9 +484,13 @@ const usersGrant = Command.make(
     )
   },
   (input) =>
-    request<User>(input, "PUT", `/users/${path(input.userId)}/memberships/${path(input.application)}`, {
-      role: input.role
-    }).pipe(
+    call<User>(input, "operatorUsers.setMembership", (client) =>
+      client.operatorUsers.setMembership({
+        params: { id: input.userId, application_id: input.application },
+        payload: { role: input.role },
+        responseMode: "response-only"
+      })
+    ).pipe(
       Effect.flatMap((user) => output(input.json, user, (updated) => renderUsers([updated]))),
       reporting(input.json)
     )
@@ -548,15 +500,25 @@ const usersRemove = Command.make(
   "remove",
   { ...Settings.operator, userId, application: membershipApplication },
   (input) =>
-    request<User>(input, "DELETE", `/users/${path(input.userId)}/memberships/${path(input.application)}`).pipe(
+    call<User>(input, "operatorUsers.removeMembership", (client) =>
+      client.operatorUsers.removeMembership({
+        params: { id: input.userId, application_id: input.application },
+        responseMode: "response-only"
+      })
+    ).pipe(
       Effect.flatMap((user) => output(input.json, user, (updated) => renderUsers([updated]))),
       reporting(input.json)
     )
 ).pipe(Command.withDescription("Remove a user from an application"))
 
 /** `PATCH /users/{id}` with one change, answered as the changed user. */
-const updateUser = (input: OperatorSettings & { readonly userId: string }, change: Record<string, unknown>) =>
-  request<User>(input, "PATCH", `/users/${path(input.userId)}`, change)
+const updateUser = (
+  input: Connection & { readonly userId: string },
+  change: Request<"operatorUsers", "update">["payload"]
+) =>
+  call<User>(input, "operatorUsers.update", (client) =>
+    client.operatorUsers.update({ params: { id: input.userId }, payload: change, responseMode: "response-only" })
+  )
 
 const usersSetPassword = Command.make(
   "set-password",
@@ -617,14 +579,12 @@ const audit = Command.make(
     application: Flag.String("application").pipe(Flag.withDescription("Only this application's"), Flag.optional)
   },
   (input) => {
-    const query = new URLSearchParams({
-      ...some("limit", Option.map(input.limit, String)),
+    const query = {
+      ...some("limit", input.limit),
       ...some("application_id", input.application)
-    }).toString()
-    return request<{ data: ReadonlyArray<AuditEntry>; has_more: boolean }>(
-      input,
-      "GET",
-      `/audit${query.length > 0 ? `?${query}` : ""}`
+    } as Request<"operatorUsers", "audit">["query"]
+    return call<typeof OperatorSchemas.AuditList.Encoded>(input, "operatorUsers.audit", (client) =>
+      client.operatorUsers.audit({ query, responseMode: "response-only" })
     ).pipe(
       Effect.flatMap((page) =>
         output(input.json, page, ({ data }) =>
@@ -676,10 +636,13 @@ const providerLink = Command.make(
     )
   },
   (input) =>
-    request<ProviderLink>(input, "PUT", `/applications/${path(input.applicationId)}/provider-account`, {
-      provider: "stripe",
-      secret_key: Redacted.value(input.secretKey)
-    }).pipe(
+    call<ProviderLink>(input, "operatorProviderAccounts.link", (client) =>
+      client.operatorProviderAccounts.link({
+        params: { id: input.applicationId },
+        payload: { provider: "stripe", secret_key: Redacted.value(input.secretKey) },
+        responseMode: "response-only"
+      })
+    ).pipe(
       Effect.flatMap((link) =>
         output(
           input.json,
@@ -697,14 +660,18 @@ const providerLink = Command.make(
 )
 
 const providerShow = Command.make("show", { ...Settings.operator, applicationId }, (input) =>
-  request<ProviderLink>(input, "GET", `/applications/${path(input.applicationId)}/provider-account`).pipe(
+  call<ProviderLink>(input, "operatorProviderAccounts.show", (client) =>
+    client.operatorProviderAccounts.show({ params: { id: input.applicationId }, responseMode: "response-only" })
+  ).pipe(
     Effect.flatMap((link) => output(input.json, link, renderLink)),
     reporting(input.json)
   )
 ).pipe(Command.withDescription("Show the application's linked Stripe account (not_found when none)"))
 
 const providerRetire = Command.make("retire", { ...Settings.operator, applicationId }, (input) =>
-  request<ProviderLink>(input, "DELETE", `/applications/${path(input.applicationId)}/provider-account`).pipe(
+  call<ProviderLink>(input, "operatorProviderAccounts.retire", (client) =>
+    client.operatorProviderAccounts.retire({ params: { id: input.applicationId }, responseMode: "response-only" })
+  ).pipe(
     Effect.flatMap((link) =>
       output(
         input.json,
@@ -724,22 +691,6 @@ const provider = Command.make("provider").pipe(
 
 // --- payments -------------------------------------------------------------------------------------------------------
 
-/** A payment as the API answers it, the parts a refund shows. */
-interface RefundedPayment {
-  readonly id: string
-  readonly status: string
-  readonly amount: number
-  readonly refunded_amount: number
-  readonly currency: string
-  readonly refunds: ReadonlyArray<{
-    readonly id: string
-    readonly amount: number
-    readonly status: string
-    readonly reason: string | null
-    readonly created_at: string
-  }>
-}
-
 const paymentsRefund = Command.make(
   "refund",
   {
@@ -752,10 +703,16 @@ const paymentsRefund = Command.make(
     reason: Flag.String("reason").pipe(Flag.withDescription("Why, at most 255 characters"), Flag.optional)
   },
   (input) =>
-    request<RefundedPayment>(input, "POST", `/payments/${path(input.paymentId)}/refunds`, {
-      ...some("amount", input.amount),
-      ...some("reason", input.reason)
-    }).pipe(
+    call<typeof Payment.Payment.Encoded>(input, "operatorPayments.refund", (client) =>
+      client.operatorPayments.refund({
+        params: { id: input.paymentId },
+        payload: { ...some("amount", input.amount), ...some("reason", input.reason) } as Request<
+          "operatorPayments",
+          "refund"
+        >["payload"],
+        responseMode: "response-only"
+      })
+    ).pipe(
       Effect.flatMap((payment) =>
         output(input.json, payment, (refunded) => {
           const newest = refunded.refunds.at(-1)
