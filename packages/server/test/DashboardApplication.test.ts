@@ -169,7 +169,7 @@ describe.each(databases)("an application's dashboard on %s", (database) => {
         expect(later.html, path).not.toContain(key)
       }
       const audit = await auditOf(shop.application.id)
-      const entry = audit.find((row) => row.action === "api_key.created" && row.target === record?.id)
+      const entry = audit.find((row) => row.action === "api_key.issued" && row.target === record?.id)
       expect(entry?.actor).toBe(developer.email)
       expect(JSON.stringify(audit)).not.toContain(key)
     })

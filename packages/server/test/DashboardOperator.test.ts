@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
-import { routes } from "../src/dashboard/OperatorPages.ts"
+import { operatorRoutes as routes } from "../src/dashboard/DashboardRoutes.ts"
 import { createUser, DashboardClient, type DashboardUser } from "./support/DashboardClient.ts"
 import {
   createPayment,

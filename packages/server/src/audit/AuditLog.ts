@@ -5,7 +5,7 @@
 import { type Ids, Text } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { likeLiteral } from "../dashboard/QueryFilters.ts"
+import { likeLiteral } from "../database/Like.ts"
 import type { UserId } from "../users/UserRepository.ts"
 
 export interface Actor {

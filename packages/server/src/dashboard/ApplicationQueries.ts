@@ -7,6 +7,7 @@
 import { Ids, Mode, Payment, type WebhookEvent } from "@kassa/core"
 import { DateTime, Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql"
+import type { PaymentSummary, TimelineEntry } from "../pages/dashboard/Views.ts"
 import type { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
 
@@ -37,7 +38,7 @@ export interface Overview {
 }
 
 /** A row of the payments list. */
-export type PaymentRow = PaymentSearch.PaymentSummary
+export type PaymentRow = PaymentSummary
 
 export interface PaymentFilter {
   readonly mode?: Mode.Mode | undefined
@@ -49,21 +50,6 @@ export interface PaymentFilter {
 }
 
 export type PaymentRows = PaymentSearch.PaymentPage
-
-/** One event of a payment with its delivery and that delivery's latest attempt. */
-export interface TimelineEntry {
-  readonly eventId: string
-  readonly event: WebhookEvent.EventName
-  readonly createdAt: DateTime.Utc
-  readonly delivery: {
-    readonly id: Ids.DeliveryId
-    readonly status: DeliveryStatus
-    readonly attempts: number
-    readonly nextAttemptAt: DateTime.Utc | null
-    readonly lastStatus: number | null
-    readonly lastError: string | null
-  } | null
-}
 
 /** The queries over one SQL client (the server's pool). */
 export const make = (sql: SqlClient.SqlClient) => {

@@ -1,92 +1,39 @@
 /**
- * What every dashboard route needs before it does anything: the signed-in session (or a redirect to sign in), for
- * a form post the CSRF check (session token + same-origin headers), for an application's pages the user's access to
- * it (not a member → 404, so ids of other applications reveal nothing; a member without the permission → 403), and
- * the actor the audit log records.
+ * The router middleware every dashboard route goes through, as the merchant API's `Authentication` middleware
+ * provides `CurrentApplication`: it provides what the route's permission (DashboardRoute) says —
+ *
+ * - the signed-in user (`SignedIn`), or a redirect to sign in and back;
+ * - for operator pages, an operator admin (anyone else: 404);
+ * - under `/dashboard/apps/:id`, the application and the user's access to it (`InApplication`; not a member → 404,
+ *   so ids of other applications reveal nothing; a member without the permission → 403, so a viewer's posts are
+ *   refused before anything is read);
+ * - for a signed-in form post, the form (`PostedForm`) once its session CSRF token and same-origin headers pass
+ *   (a forged post gets 403 and the handler never runs).
  */
 import { DashboardAccess, Text } from "@kassa/core"
 import { Context, Effect, Layer, Option } from "effect"
-import { type HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
-import { parseApplicationId, type StoredApplication } from "../applications/ApplicationRepository.ts"
-import type { Actor } from "../audit/AuditLog.ts"
+import { HttpRouter, HttpServerRequest, HttpServerResponse, UrlParams } from "effect/http"
+import { parseApplicationId } from "../applications/ApplicationRepository.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
-import { plainDocument, type Viewer } from "../pages/dashboard/DashboardLayout.ts"
-import { html } from "../pages/Html.ts"
-import { respond } from "../pages/Layout.ts"
+import { forbiddenPage, forgedPage, notFoundPage } from "../pages/dashboard/MessagePages.ts"
 import * as CsrfToken from "../security/CsrfToken.ts"
-import { cookieName, type Session, SessionStore } from "../users/SessionStore.ts"
+import { cookieName, SessionStore } from "../users/SessionStore.ts"
 import { UserRepository } from "../users/UserRepository.ts"
-
-/** A signed-in request. */
-export interface Signed {
-  readonly session: Session
-  readonly viewer: Viewer
-  readonly actor: Actor
-  readonly request: HttpServerRequest.HttpServerRequest
-  readonly query: URLSearchParams
-}
-
-/** A signed-in request inside one application. */
-export interface InApplication extends Signed {
-  readonly application: StoredApplication
-  readonly access: DashboardAccess.Access
-  readonly can: (permission: DashboardAccess.Permission) => boolean
-}
-
-/** A form post that passed the CSRF check. */
-export interface Posted {
-  readonly form: UrlParams.UrlParams
-  /** A trimmed form value, "" when absent; U+0000 reads as U+FFFD (Text.toStorable). */
-  readonly value: (name: string) => string
-}
-
-type Response = HttpServerResponse.HttpServerResponse
-
-export const messagePage = (status: number, title: string, message: string, back = "/dashboard") =>
-  respond(
-    plainDocument(
-      title,
-      html`<div class="card"><h1>${title}</h1><p>${message}</p><p><a href="${back}">Back to the dashboard</a></p></div>`
-    ),
-    { status }
-  )
-
-export const notFoundPage = () => messagePage(404, "Not found", "There is nothing here, or you have no access to it.")
-export const forbiddenPage = () =>
-  messagePage(403, "Not allowed", "Your role in this application does not allow this. Ask its owner or an operator.")
-export const forgedPage = () =>
-  messagePage(
-    403,
-    "Form refused",
-    "This form was sent from another site, or it has expired. Go back, reload the page and try again."
-  )
+import {
+  type DashboardRoute,
+  InApplication,
+  PostedForm,
+  type Response,
+  type Signed,
+  SignedIn
+} from "./DashboardRoute.ts"
 
 export class DashboardGuard extends Context.Service<
   DashboardGuard,
   {
-    /** Runs `f` for a signed-in request; anyone else is sent to sign in (and back here afterwards). */
-    readonly signedIn: <E, R>(
-      request: HttpServerRequest.HttpServerRequest,
-      f: (signed: Signed) => Effect.Effect<Response, E, R>
-    ) => Effect.Effect<Response, E, R>
-    /** As {@link signedIn}, for operator admins only (others get 404). */
-    readonly operator: <E, R>(
-      request: HttpServerRequest.HttpServerRequest,
-      f: (signed: Signed) => Effect.Effect<Response, E, R>
-    ) => Effect.Effect<Response, E, R>
-    /** As {@link signedIn}, inside the application `id`, with `permission` needed. */
-    readonly application: <E, R>(
-      request: HttpServerRequest.HttpServerRequest,
-      id: string,
-      permission: DashboardAccess.Permission,
-      f: (context: InApplication) => Effect.Effect<Response, E, R>
-    ) => Effect.Effect<Response, E, R>
-    /** Reads a posted form and checks its CSRF token and origin; a forged post gets 403 and `f` never runs. */
-    readonly form: <E, R>(
-      signed: Signed,
-      f: (posted: Posted) => Effect.Effect<Response, E, R>
-    ) => Effect.Effect<Response, E, R>
+    /** The route's handler behind its permission's checks, with what they found provided. */
+    readonly middleware: <R>(route: DashboardRoute<R>) => Effect.Effect<Response, never, R | HttpRouter.Provided>
     /** Whether a post comes from a page of this server (Origin and Sec-Fetch-Site, which browsers send on posts). */
     readonly sameOrigin: (request: HttpServerRequest.HttpServerRequest) => boolean
     readonly clientIp: (request: HttpServerRequest.HttpServerRequest) => string | null
@@ -106,71 +53,86 @@ export class DashboardGuard extends Context.Service<
       const sameOrigin = (request: HttpServerRequest.HttpServerRequest) =>
         CsrfToken.sameOrigin(request.headers, ownOrigin)
 
-      const signedIn = <E, R>(
-        request: HttpServerRequest.HttpServerRequest,
-        f: (signed: Signed) => Effect.Effect<Response, E, R>
-      ): Effect.Effect<Response, E, R> =>
-        Effect.flatMap(sessions.resolve(request.cookies[cookieName]), (found) => {
-          const url = new URL(request.url, ownOrigin)
-          if (Option.isNone(found)) {
-            const next = `${url.pathname}${url.search}`
-            return Effect.succeed(
-              HttpServerResponse.redirect(`/dashboard/login?next=${encodeURIComponent(next)}`, {
-                status: 303,
-                headers: { "cache-control": "no-store" }
-              })
-            )
-          }
-          const session = found.value
-          return f({
-            session,
-            request,
-            query: url.searchParams,
-            viewer: { email: session.user.email, operatorAdmin: session.user.operatorAdmin, csrf: session.csrf },
-            actor: { label: session.user.email, userId: session.user.id, ip: clientIp(request) }
-          })
+      /** The signed-in request, or the redirect to sign in (and back here afterwards). */
+      const signIn = Effect.fn("DashboardGuard.signIn")(function* (request: HttpServerRequest.HttpServerRequest) {
+        const found = yield* sessions.resolve(request.cookies[cookieName])
+        const url = new URL(request.url, ownOrigin)
+        if (Option.isNone(found)) return Option.none<Signed>()
+        const session = found.value
+        return Option.some<Signed>({
+          session,
+          request,
+          query: url.searchParams,
+          viewer: { email: session.user.email, operatorAdmin: session.user.operatorAdmin, csrf: session.csrf },
+          actor: { label: session.user.email, userId: session.user.id, ip: clientIp(request) }
         })
-
-      return DashboardGuard.of({
-        signedIn,
-        operator: (request, f) =>
-          signedIn(request, (signed) =>
-            signed.session.user.operatorAdmin ? f(signed) : Effect.succeed(notFoundPage())
-          ),
-        application: (request, id, permission, f) =>
-          signedIn(request, (signed) =>
-            Effect.gen(function* () {
-              const applicationId = parseApplicationId(id)
-              if (Option.isNone(applicationId)) return notFoundPage()
-              const found = yield* users.applicationWithRole(signed.session.user.id, applicationId.value)
-              if (Option.isNone(found)) return notFoundPage()
-              const { application, role } = found.value
-              const access: DashboardAccess.Access = { operatorAdmin: signed.session.user.operatorAdmin, role }
-              if (!DashboardAccess.can(access, "view")) return notFoundPage()
-              if (!DashboardAccess.can(access, permission)) return forbiddenPage()
-              return yield* f({
-                ...signed,
-                application,
-                access,
-                can: (wanted) => DashboardAccess.can(access, wanted)
-              })
-            })
-          ),
-        form: (signed, f) =>
-          Effect.flatMap(signed.request.urlParamsBody.pipe(Effect.orElseSucceed(() => UrlParams.empty)), (form) => {
-            // U+0000 (no one types it; PostgreSQL refuses it) becomes U+FFFD, so no form value can fail a write.
-            const value = (name: string) =>
-              Text.toStorable(Option.getOrElse(UrlParams.getFirst(form, name), () => "").trim())
-            if (
-              !sameOrigin(signed.request) ||
-              !sessions.verifyCsrf(signed.session, Option.getOrUndefined(UrlParams.getFirst(form, "csrf")))
-            )
-              return Effect.succeed(forgedPage())
-            return f({ form, value })
-          }),
-        sameOrigin,
-        clientIp
       })
+
+      const toSignIn = (request: HttpServerRequest.HttpServerRequest) => {
+        const url = new URL(request.url, ownOrigin)
+        return HttpServerResponse.redirect(
+          `/dashboard/login?next=${encodeURIComponent(`${url.pathname}${url.search}`)}`,
+          { status: 303, headers: { "cache-control": "no-store" } }
+        )
+      }
+
+      /** The application of the path with the user's access, or the refusal (404 or 403). */
+      const inApplication = Effect.fn("DashboardGuard.inApplication")(function* (
+        signed: Signed,
+        permission: DashboardAccess.Permission
+      ) {
+        const params = yield* HttpRouter.params
+        const applicationId = parseApplicationId(params.id ?? "")
+        if (Option.isNone(applicationId)) return notFoundPage()
+        const found = yield* users.applicationWithRole(signed.session.user.id, applicationId.value)
+        if (Option.isNone(found)) return notFoundPage()
+        const { application, role } = found.value
+        const access: DashboardAccess.Access = { operatorAdmin: signed.session.user.operatorAdmin, role }
+        if (!DashboardAccess.can(access, "view")) return notFoundPage()
+        if (!DashboardAccess.can(access, permission)) return forbiddenPage()
+        return InApplication.of({ application, access, can: (wanted) => DashboardAccess.can(access, wanted) })
+      })
+
+      /** The posted form once its CSRF token and origin pass; `forgedPage` otherwise. */
+      const readForm = Effect.fn("DashboardGuard.readForm")(function* (signed: Signed) {
+        const form = yield* signed.request.urlParamsBody.pipe(Effect.orElseSucceed(() => UrlParams.empty))
+        if (
+          !sameOrigin(signed.request) ||
+          !sessions.verifyCsrf(signed.session, Option.getOrUndefined(UrlParams.getFirst(form, "csrf")))
+        )
+          return forgedPage()
+        // U+0000 (no one types it; PostgreSQL refuses it) becomes U+FFFD, so no form value can fail a write.
+        const value = (name: string) =>
+          Text.toStorable(Option.getOrElse(UrlParams.getFirst(form, name), () => "").trim())
+        return PostedForm.of({ form, value })
+      })
+
+      const middleware = <R>(route: DashboardRoute<R>): Effect.Effect<Response, never, R | HttpRouter.Provided> => {
+        const handler = route.handler as Effect.Effect<Response, never, R | HttpRouter.Provided>
+        const permission = route.permission
+        if (permission === "public") return handler
+        return Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const signed = yield* signIn(request)
+          if (Option.isNone(signed)) return toSignIn(request)
+          let provided = Context.make(SignedIn, signed.value)
+          if (permission === "operator") {
+            if (!signed.value.session.user.operatorAdmin) return notFoundPage()
+          } else if (permission !== "signed_in") {
+            const found = yield* inApplication(signed.value, permission)
+            if (HttpServerResponse.isHttpServerResponse(found)) return found
+            provided = Context.add(provided, InApplication, found)
+          }
+          if (route.method === "POST") {
+            const posted = yield* readForm(signed.value)
+            if (HttpServerResponse.isHttpServerResponse(posted)) return posted
+            provided = Context.add(provided, PostedForm, posted)
+          }
+          return yield* Effect.provideContext(handler, provided)
+        })
+      }
+
+      return DashboardGuard.of({ middleware, sameOrigin, clientIp })
     })
   )
 }

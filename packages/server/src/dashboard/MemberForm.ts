@@ -1,13 +1,12 @@
 /**
- * The add-member form and its audit entry, shared by an application's members page and the operator's application
- * page, so both read the form and record the change alike.
+ * The add-member form, shared by an application's members page and the operator's application page, so both read
+ * it alike (the change itself and its audit entry: users/Memberships).
  */
-import { DashboardAccess, type Ids } from "@kassa/core"
+import { DashboardAccess } from "@kassa/core"
 import { Effect, Option, Result, Schema } from "effect"
-import type { Entry } from "../audit/AuditLog.ts"
 import type * as MemberPages from "../pages/dashboard/ApplicationMembers.ts"
 import type { User, UserId, UserRepository } from "../users/UserRepository.ts"
-import type { Posted } from "./DashboardGuard.ts"
+import type { Posted } from "./DashboardRoute.ts"
 
 const isRole = Schema.is(DashboardAccess.Role)
 
@@ -58,16 +57,3 @@ export const readMemberForm = (
       ? Result.succeed({ user: user.value, role })
       : Result.fail({ email, role, errors })
   })
-
-/** The audit entry of a membership added or changed, alike from every page. */
-export const membershipSet = (
-  applicationId: Ids.ApplicationId,
-  user: User,
-  role: DashboardAccess.Role,
-  previous: DashboardAccess.Role | null
-): Entry => ({
-  action: "membership.set",
-  applicationId,
-  target: user.id,
-  details: { email: user.email, role, previous_role: previous }
-})

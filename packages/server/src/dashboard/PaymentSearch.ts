@@ -6,9 +6,12 @@
 import { type Ids, Mode, type Payment } from "@kassa/core"
 import { DateTime, Effect } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
+import { likeLiteral } from "../database/Like.ts"
+import type { PaymentSummary } from "../pages/dashboard/Views.ts"
 import * as PaymentRepository from "../payments/PaymentRepository.ts"
 import type { Payments } from "../payments/Payments.ts"
-import * as QueryFilters from "./QueryFilters.ts"
+
+export type { PaymentSummary }
 
 export interface PaymentSearchQuery {
   readonly limit: number
@@ -23,24 +26,6 @@ export interface PaymentSearchQuery {
   readonly startingAfter?: Ids.PaymentId | undefined
 }
 
-/** A row of a payments list. */
-export interface PaymentSummary {
-  readonly id: string
-  readonly applicationId: string
-  readonly applicationName: string
-  readonly mode: Mode.Mode
-  readonly status: Payment.PaymentStatus
-  readonly amount: number
-  readonly refundedAmount: number
-  readonly currency: string
-  readonly method: string
-  readonly orderReference: string
-  readonly customerEmail: string | null
-  /** For the lazy expiry of the rows shown ({@link expireShown}). */
-  readonly expiresAt: Date
-  readonly createdAt: Date
-}
-
 /** A page of a dashboard list: its rows, and whether older ones follow. */
 export interface Page<A> {
   readonly rows: ReadonlyArray<A>
@@ -50,7 +35,7 @@ export interface Page<A> {
 export type PaymentPage = Page<PaymentSummary>
 
 /** `LIKE` pattern of a prefix: `%`, `_` and the escape character itself match only themselves. */
-export const likePrefix = (prefix: string) => `${QueryFilters.likeLiteral(prefix)}%`
+export const likePrefix = (prefix: string) => `${likeLiteral(prefix)}%`
 
 /**
  * The lazy expiry of a page about to be shown, as every reader does it (the sweeper expires the rest): its rows still

@@ -5,6 +5,7 @@
  */
 import { DateTime, Duration, Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql"
+import type { DiscrepancyItem, OverdueItem, ProviderPaymentView } from "../pages/dashboard/Views.ts"
 
 /**
  * A read is overdue when Kassa plans one (`next_read_at` set) but has had no answer for this long: the schedule reads
@@ -19,16 +20,6 @@ const dateOrNull = (value: unknown): Date | null =>
 const textOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
 const answerText = (value: unknown): string | null =>
   value === null || value === undefined ? null : typeof value === "string" ? value : JSON.stringify(value)
-
-export interface ProviderPaymentView {
-  readonly state: string
-  readonly sessionId: string | null
-  readonly paymentIntentId: string | null
-  readonly lastReadAt: Date | null
-  /** What the provider said, as stored (JSON text); shown escaped. */
-  readonly lastAnswer: string | null
-  readonly nextReadAt: Date | null
-}
 
 export const providerPayment = (sql: SqlClient.SqlClient, paymentId: string) =>
   sql<Row>`
@@ -50,16 +41,6 @@ export const providerPayment = (sql: SqlClient.SqlClient, paymentId: string) =>
     }),
     Effect.orDie
   )
-
-export interface DiscrepancyItem {
-  readonly id: string
-  readonly applicationId: string
-  readonly paymentId: string
-  readonly refundId: string | null
-  readonly kind: string
-  readonly message: string
-  readonly detectedAt: Date
-}
 
 /** Open discrepancies, newest first; `before` is the id of the last one of the previous page. */
 export const openDiscrepancies = (
@@ -94,17 +75,6 @@ export const openDiscrepancies = (
     })),
     Effect.orDie
   )
-
-export interface OverdueItem {
-  readonly kind: "payment" | "refund"
-  readonly applicationId: string
-  readonly paymentId: string
-  readonly refundId: string | null
-  /** The last answer, or when the wait began (the visit, the request) if Stripe never answered. */
-  readonly waitingSince: Date
-  readonly lastReadAt: Date | null
-  readonly nextReadAt: Date
-}
 
 /**
  * Live payments and refunds whose answer is overdue by more than {@link overdueAfter}, the most recent first, at most

@@ -2,12 +2,8 @@
  * The filters of the dashboards' lists, read from the query string their GET forms send. A value that is not one
  * of the filter's choices (hand-edited URL, stale bookmark) is no filter at all, never an error page.
  */
-import { Mode, Payment, Text, WebhookEvent } from "@kassa/core"
+import { Delivery, Mode, Payment, Text, WebhookEvent } from "@kassa/core"
 import { Schema } from "effect"
-import { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
-
-/** Text matched literally inside a LIKE pattern: its `%`, `_` and `\` escaped (`_` is common in e-mail addresses). */
-export const likeLiteral = (text: string) => Text.toStorable(text).replace(/[\\%_]/g, (char) => `\\${char}`)
 
 /**
  * A query parameter as typed: trimmed, at most `max` characters, "" when absent. U+0000 and unpaired surrogates
@@ -27,4 +23,4 @@ const choice =
 export const mode = choice(Schema.is(Mode.Mode))
 export const paymentStatus = choice(Schema.is(Payment.PaymentStatus))
 export const eventName = choice(Schema.is(WebhookEvent.EventName))
-export const deliveryStatus = choice(Schema.is(DeliveryStatus))
+export const deliveryStatus = choice(Schema.is(Delivery.DeliveryStatus))

@@ -69,11 +69,12 @@ export const page = ({ title, body, tag, narrow, lang }: PageOptions): Html => h
 </html>`
 
 /**
- * Headers every page carries: no framing, no sniffing, no referrer to other sites, forms only to `formAction`, and no scripts but
- * the server's own files when `scripts` is set (the dashboards' copy buttons; never inline).
+ * Headers every page carries: no framing, no sniffing, no referrer to other sites, forms only to `formAction`, and no
+ * scripts or stylesheets but the server's own files when `assets` is set (the dashboards' stylesheet and copy buttons,
+ * under `/dashboard/assets/`; never an inline script).
  */
-export const securityHeaders = (formAction: ReadonlyArray<string> = ["'self'"], scripts = false) => ({
-  "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:;${scripts ? " script-src 'self'; connect-src 'none';" : ""} form-action ${formAction.join(" ")}; frame-ancestors 'none'; base-uri 'none'`,
+export const securityHeaders = (formAction: ReadonlyArray<string> = ["'self'"], assets = false) => ({
+  "content-security-policy": `default-src 'none'; style-src ${assets ? "'self' " : ""}'unsafe-inline'; img-src 'self' data:;${assets ? " script-src 'self'; connect-src 'none';" : ""} form-action ${formAction.join(" ")}; frame-ancestors 'none'; base-uri 'none'`,
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on form posts, which the
@@ -84,10 +85,10 @@ export const securityHeaders = (formAction: ReadonlyArray<string> = ["'self'"], 
 
 export const respond = (
   document: Html,
-  options: { readonly status?: number; readonly formAction?: ReadonlyArray<string>; readonly scripts?: boolean } = {}
+  options: { readonly status?: number; readonly formAction?: ReadonlyArray<string>; readonly assets?: boolean } = {}
 ) =>
   HttpServerResponse.text(markup(document), {
     status: options.status ?? 200,
     contentType: "text/html; charset=utf-8",
-    headers: securityHeaders(options.formAction, options.scripts)
+    headers: securityHeaders(options.formAction, options.assets)
   })

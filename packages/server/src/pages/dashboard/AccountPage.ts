@@ -4,27 +4,20 @@
  * escaped; the password fields are never filled back in.
  */
 import type { DateTime } from "effect"
-import type { Membership } from "../../users/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { alert, field, formatTime, pageHead, table } from "./Components.ts"
 import { csrfField, respondPage, type Viewer } from "./DashboardLayout.ts"
+import type { Notice } from "./Notices.ts"
+import type { MembershipView } from "./Views.ts"
 
 /** The change-password form's field errors, by field name (`current_password`, `new_password`, `repeat_password`). */
 export type PasswordErrors = Readonly<Partial<Record<"current_password" | "new_password" | "repeat_password", string>>>
 
-/** Notices after an action, by the code in `?notice=`: fixed text, the request only picks one. */
-const notices: Readonly<Record<string, string>> = {
-  password_changed: "Your password is changed. Every other browser signed in to this account is signed out."
-}
-
-export const noticeOf = (code: string | null): string | undefined =>
-  code !== null && Object.hasOwn(notices, code) ? notices[code] : undefined
-
 export interface AccountView {
   readonly viewer: Viewer
   readonly lastLoginAt: DateTime.Utc | null
-  readonly memberships: ReadonlyArray<Membership>
-  readonly notice?: string | undefined
+  readonly memberships: ReadonlyArray<MembershipView>
+  readonly notice?: Notice | undefined
   readonly errors?: PasswordErrors | undefined
   /** A refusal of the whole form (the account is locked), shown above it. */
   readonly problem?: string | undefined

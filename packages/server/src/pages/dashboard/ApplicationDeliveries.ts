@@ -3,8 +3,7 @@
  * or error, duration and the start of the receiver's answer. That answer is whatever the receiver sent, so it is shown
  * only as escaped text (the `html` template escapes every value). Resend makes one manual attempt.
  */
-import { Mode, WebhookEvent } from "@kassa/core"
-import { type AttemptView, DeliveryStatus, type DeliveryView } from "../../webhooks/DeliveryRepository.ts"
+import { Delivery, Mode, WebhookEvent } from "@kassa/core"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, noticeBlock, shownUrl } from "./ApplicationShared.ts"
 import {
@@ -20,6 +19,7 @@ import {
   sentence,
   table
 } from "./Components.ts"
+import type { AttemptView, DeliveryView } from "./Views.ts"
 
 export interface DeliveryFilter {
   readonly status: string
@@ -66,7 +66,7 @@ export const deliveriesPage = (
     "Deliveries",
     "Every webhook Kassa sent for this application, newest first, with what your receiver answered."
   )}
-${noticeBlock(frame, view.notice)}
+${noticeBlock(view.notice)}
 ${filterForm(
   path,
   [
@@ -74,7 +74,7 @@ ${filterForm(
       name: "status",
       label: "Status",
       value: view.filter.status,
-      choices: anyOf(DeliveryStatus.literals, "Any status", sentence)
+      choices: anyOf(Delivery.DeliveryStatus.literals, "Any status", sentence)
     }),
     select({
       name: "event",
@@ -136,7 +136,7 @@ export const deliveryPage = (
     html`Delivery of event <code>${delivery.event_id}</code>. Resend makes one immediate manual attempt of the same event with a fresh signature; the schedule goes on as before.`,
     resend
   )}
-${noticeBlock(frame, view.notice)}
+${noticeBlock(view.notice)}
 <div class="card">
 <h2>Delivery</h2>
 <dl class="summary">

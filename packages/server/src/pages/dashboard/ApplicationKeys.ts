@@ -2,13 +2,13 @@
  * API keys (issue #6 §3): the list shows only each key's display form; a new or rolled key is shown whole once, on
  * the page that answers the post, with a copy button. Rolling and revoking each ask first.
  */
-import type { ApiKeyRecord, IssuedApiKey } from "../../applications/ApiKeyRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, confirmCard, noticeBlock, secretReveal } from "./ApplicationShared.ts"
 import { badge, formatTime, linkButton, modeBadge, pageHead, select, table } from "./Components.ts"
 import { csrfField } from "./DashboardLayout.ts"
+import type { IssuedKeyView, KeyView } from "./Views.ts"
 
-const keyRow = (frame: AppFrame, key: ApiKeyRecord): Html => {
+const keyRow = (frame: AppFrame, key: KeyView): Html => {
   const actions =
     frame.can("manage_keys") && key.revoked_at === null
       ? html`${linkButton(appPath(frame, `/keys/${key.id}/roll`), "Roll")} ${linkButton(appPath(frame, `/keys/${key.id}/revoke`), "Revoke")}`
@@ -23,7 +23,7 @@ ${frame.can("manage_keys") ? html`<td>${actions}</td>` : ""}
 </tr>`
 }
 
-export const keysPage = (frame: AppFrame, keys: ReadonlyArray<ApiKeyRecord>, notice: string | null) => {
+export const keysPage = (frame: AppFrame, keys: ReadonlyArray<KeyView>, notice: string | null) => {
   const manage = frame.can("manage_keys")
   const active = keys.filter((key) => key.revoked_at === null)
   const revoked = keys.filter((key) => key.revoked_at !== null)
@@ -32,7 +32,7 @@ export const keysPage = (frame: AppFrame, keys: ReadonlyArray<ApiKeyRecord>, not
     "API keys",
     html`Your servers send these as <code>Authorization: Bearer</code>. A key is shown whole only once, when it is created.`
   )}
-${noticeBlock(frame, notice)}
+${noticeBlock(notice)}
 ${
   manage
     ? html`<div class="card">
@@ -74,7 +74,7 @@ ${
 }
 
 /** The page that answers a create or a roll: the whole key, this once. */
-export const issuedKeyPage = (frame: AppFrame, key: IssuedApiKey, rolled: ApiKeyRecord | null) => {
+export const issuedKeyPage = (frame: AppFrame, key: IssuedKeyView, rolled: KeyView | null) => {
   const body = html`${pageHead(
     rolled === null ? `New ${key.mode} key` : `${key.mode === "live" ? "Live" : "Test"} key rolled`,
     rolled === null
@@ -93,7 +93,7 @@ ${secretReveal({
   return appPage(frame, "keys", rolled === null ? "New key" : "Key rolled", body)
 }
 
-export const confirmKeyPage = (frame: AppFrame, key: ApiKeyRecord, action: "roll" | "revoke") => {
+export const confirmKeyPage = (frame: AppFrame, key: KeyView, action: "roll" | "revoke") => {
   const details = html`<dl class="summary" style="margin-top:0"><dt>Key</dt><dd><code>${key.display}</code></dd><dt>Mode</dt><dd>${modeBadge(key.mode)}</dd>
 <dt>Created</dt><dd>${formatTime(key.created_at)}</dd><dt>Last used</dt><dd>${formatTime(key.last_used_at)}</dd></dl>`
   const body = html`${pageHead(

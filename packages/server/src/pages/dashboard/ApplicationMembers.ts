@@ -5,11 +5,11 @@
  * application page. Templates only: every value goes through `html`, so it is escaped.
  */
 import { DashboardAccess } from "@kassa/core"
-import type { Member } from "../../users/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, confirmCard, noticeBlock } from "./ApplicationShared.ts"
 import { alert, deactivatedBadge, field, linkButton, pageHead, select, table } from "./Components.ts"
 import { csrfField } from "./DashboardLayout.ts"
+import type { MemberView } from "./Views.ts"
 
 /** The add-member form as typed, with its field errors (`email`, `role`). */
 export interface MemberForm {
@@ -41,14 +41,14 @@ const roleHelp: Record<DashboardAccess.Role, string> = {
 }
 
 export interface MembersView {
-  readonly members: ReadonlyArray<Member>
+  readonly members: ReadonlyArray<MemberView>
   readonly notice: string | null
   /** A refused change (the last owner), shown above the list. */
   readonly problem?: string | undefined
   readonly form?: MemberForm | undefined
 }
 
-const memberRow = (frame: AppFrame, member: Member, manage: boolean): Html => {
+const memberRow = (frame: AppFrame, member: MemberView, manage: boolean): Html => {
   const { user } = member
   const you = user.email === frame.viewer.email ? html` <span class="muted">(you)</span>` : ""
   const gone = user.deactivatedAt === null ? "" : html` ${deactivatedBadge}`
@@ -66,7 +66,7 @@ ${linkButton(appPath(frame, `/members/${user.id}/remove`), html`Remove<span clas
 }
 
 /** The members in a table: e-mail address, role and what it may do, and for `manage` the actions on each. */
-export const membersTable = (frame: AppFrame, members: ReadonlyArray<Member>, manage = false): Html =>
+export const membersTable = (frame: AppFrame, members: ReadonlyArray<MemberView>, manage = false): Html =>
   table(
     ["E-mail address", "Role", "May", ...(manage ? ["Actions"] : [])],
     members.map((member) => memberRow(frame, member, manage)),
@@ -84,7 +84,7 @@ export const membersPage = (frame: AppFrame, view: MembersView, status = 200) =>
       ? "Who can open this application's dashboard, and what their role lets them do. An application always keeps at least one owner."
       : "Who can open this application's dashboard, and what their role lets them do. Its owners manage this list."
   )}
-${noticeBlock(frame, view.notice)}
+${noticeBlock(view.notice)}
 ${alert(view.problem, "margin:0 0 18px")}
 ${membersTable(frame, view.members, manage)}
 ${
@@ -114,9 +114,9 @@ ${memberFields(form)}
 }
 
 /** "Are you sure?" before removing a member. */
-export const confirmRemovalPage = (frame: AppFrame, member: Member) => {
+export const confirmRemovalPage = (frame: AppFrame, member: MemberView) => {
   const self = member.user.email === frame.viewer.email
-  const details = html`<dl class="summary" style="margin-top:0"><dt>Member</dt><dd>${member.user.email}</dd><dt>Role</dt><dd>${member.role}</dd></dl>`
+  const details = html`<dl class="summary" style="margin-top:0"><dt>MemberView</dt><dd>${member.user.email}</dd><dt>Role</dt><dd>${member.role}</dd></dl>`
   const body = html`${pageHead(
     self ? "Leave this application?" : "Remove this member?",
     "Their Kassa user stays; an owner can add them again later."

@@ -1,9 +1,9 @@
 /** An application's overview: its status, the last 30 days by mode, where to go next, its settings and members. */
-import type { Member } from "../../users/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { membersTable } from "./ApplicationMembers.ts"
 import { type AppFrame, appPage, appPath } from "./ApplicationShared.ts"
 import { badge, formatAmount, formatTime, pageHead } from "./Components.ts"
+import type { MemberView } from "./Views.ts"
 
 export interface ModeCounts {
   readonly payments: number
@@ -14,7 +14,7 @@ export interface ModeCounts {
 
 export interface OverviewView {
   readonly counts: { readonly test: ModeCounts; readonly live: ModeCounts }
-  readonly members: ReadonlyArray<Member>
+  readonly members: ReadonlyArray<MemberView>
   readonly activeKeys: { readonly test: number; readonly live: number }
 }
 

@@ -4,8 +4,6 @@
  * requested here (specification: live refunds are requested from the dashboard and confirmed later by the provider).
  */
 import { Mode, Payment, RefundRules } from "@kassa/core"
-import type { PaymentRow, TimelineEntry } from "../../dashboard/ApplicationQueries.ts"
-import type { ProviderPaymentView } from "../../dashboard/ProviderQueries.ts"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, minorDigits, noticeBlock, subheading } from "./ApplicationShared.ts"
 import {
@@ -24,6 +22,7 @@ import {
 } from "./Components.ts"
 import { csrfField } from "./DashboardLayout.ts"
 import { providerSection } from "./OperatorProvider.ts"
+import type { PaymentSummary as PaymentRow, ProviderPaymentView, TimelineEntry } from "./Views.ts"
 
 export interface PaymentFilterView {
   readonly mode: string
@@ -198,7 +197,7 @@ export const paymentPage = (frame: AppFrame, view: PaymentView, status = 200) =>
     `${money(payment.amount, payment.currency)} · ${payment.order_reference}`,
     html`${badge(payment.status)} ${modeBadge(payment.mode)} Payment <code>${payment.id}</code>`
   )}
-${noticeBlock(frame, view.notice)}
+${noticeBlock(view.notice)}
 <div class="card">
 <h2>Payment</h2>
 <dl class="summary">

@@ -4,15 +4,16 @@
  * once-only secret box with its copy button, and the "are you sure" card in front of every destructive action.
  */
 import { type DashboardAccess, UrlMask } from "@kassa/core"
-import type { StoredApplication } from "../../applications/ApplicationRepository.ts"
 import { type Html, html } from "../Html.ts"
 import { secretBox } from "./Components.ts"
 import { type ApplicationSection, csrfField, respondPage, type Viewer } from "./DashboardLayout.ts"
+import { noticeOf } from "./Notices.ts"
+import type { ApplicationView } from "./Views.ts"
 
 /** Who looks at which application, and what they may do there. */
 export interface AppFrame {
   readonly viewer: Viewer
-  readonly application: StoredApplication
+  readonly application: ApplicationView
   readonly can: (permission: DashboardAccess.Permission) => boolean
   /** Whether webhook URLs are shown whole (`DashboardAccess.seesUrlSecrets`), or masked. */
   readonly seesUrlSecrets: boolean
@@ -46,24 +47,9 @@ export const appPage = (frame: AppFrame, section: ApplicationSection, title: str
     status
   )
 
-/** Notices after an action, by the code in `?notice=`; an unknown code shows nothing; plain text is escaped. */
-const notices = (frame: AppFrame): Record<string, Html | string> => ({
-  key_revoked: html`The key is revoked. Requests with it now get <code>401 invalid_api_key</code>.`,
-  url_saved: html`Webhook URL saved. The next delivery attempt uses it.`,
-  url_cleared: html`Webhook URL removed. Attempts fail with <code>no_webhook_url</code> until you set one.`,
-  test_sent: html`Test event sent: a test payment was created and paid, so its <code>payment.paid</code> event is on its way. Follow it under <a href="${appPath(frame, "/deliveries")}">Deliveries</a>.`,
-  resent: html`Resend started: one manual attempt with a fresh signature is being made now. Reload to see its result.`,
-  refund_requested: html`Refund requested. It is pending until the provider confirms it; the payment's status and webhooks change only then.`,
-  member_added: "The member is saved: they can open this application's dashboard with their role now.",
-  role_changed: "The role is changed. It applies to their next page.",
-  role_unchanged: "Nothing changed: the member already had this role.",
-  member_removed: "The member is removed: they can no longer open this application's dashboard."
-})
-
-export const noticeBlock = (frame: AppFrame, code: string | null): Html => {
-  if (code === null) return html``
-  const texts = notices(frame)
-  const text = Object.hasOwn(texts, code) ? texts[code] : undefined
+/** The notice of an action (Notices), above the page's content; an unknown code shows nothing. */
+export const noticeBlock = (code: string | null): Html => {
+  const text = noticeOf(code)
   return text === undefined ? html`` : html`<div class="notice ok" role="status" style="margin:0 0 18px">${text}</div>`
 }
 

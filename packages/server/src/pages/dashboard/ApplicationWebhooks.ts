@@ -70,7 +70,7 @@ ${field({
     "Webhooks",
     "Kassa posts a signed event to your URL every time a payment changes status."
   )}
-${noticeBlock(frame, view.notice)}
+${noticeBlock(view.notice)}
 <div class="card">
 <h2>Where events go</h2>
 ${urlCard}

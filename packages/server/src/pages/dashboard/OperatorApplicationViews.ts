@@ -3,9 +3,7 @@
  * shows its webhook secret once, and one application's page — status actions, settings, API keys and members.
  * Templates only: every value goes through `html`, so it is escaped.
  */
-import type { Application } from "@kassa/core"
-import type { ApiKeyRecord } from "../../applications/ApiKeyRepository.ts"
-import type { Member } from "../../users/UserRepository.ts"
+import { type Application, OperatorSettings } from "@kassa/core"
 import { type Html, html } from "../Html.ts"
 import { type MemberForm, memberFields } from "./ApplicationMembers.ts"
 import {
@@ -25,41 +23,32 @@ import {
   textArea
 } from "./Components.ts"
 import { csrfField, type DashboardPage, type Viewer } from "./DashboardLayout.ts"
+import type { Notice } from "./Notices.ts"
 import { type FieldMessages, operatorPage } from "./OperatorViews.ts"
+import type { KeyView, MemberView } from "./Views.ts"
 
 const base = "/dashboard/operator/applications"
 
-/** The settings form as typed: lists comma-separated, the allow-list one entry per line. */
-export interface SettingsValues {
-  readonly name: string
-  readonly methods: string
-  readonly currencies: string
-  readonly locale: string
-  readonly min_amount: string
-  readonly max_amount: string
-  readonly return_url_host: string
-  readonly webhook_url: string
-  readonly ip_allowlist: string
-  readonly payment_ttl_seconds: string
-  readonly rate_limit_per_minute: string
-}
+/** The settings form as typed (the core's OperatorSettings: lists comma-separated, the allow-list one per line). */
+export type SettingsValues = Readonly<Record<OperatorSettings.SettingName, string>>
 
-type Settings = Omit<Application.Application, "id" | "status" | "created_at">
+type FormName = (typeof OperatorSettings.formNames)[number]
+type Settings = Pick<Application.Application, FormName>
 
 /** The form's values for stored (or default) settings. */
-export const settingsValuesOf = (settings: Settings): SettingsValues => ({
-  name: settings.name,
-  methods: settings.methods.join(", "),
-  currencies: settings.currencies.join(", "),
-  locale: settings.locale,
-  min_amount: String(settings.min_amount),
-  max_amount: String(settings.max_amount),
-  return_url_host: settings.return_url_host ?? "",
-  webhook_url: settings.webhook_url ?? "",
-  ip_allowlist: settings.ip_allowlist.join("\n"),
-  payment_ttl_seconds: String(settings.payment_ttl_seconds),
-  rate_limit_per_minute: String(settings.rate_limit_per_minute)
-})
+export const settingsValuesOf = (settings: Settings): SettingsValues =>
+  Object.fromEntries(
+    OperatorSettings.formNames.map((name) => [name, OperatorSettings.toForm(name, settings[name])])
+  ) as SettingsValues
+
+/** One setting's field, labelled and explained by the catalogue, typed by its input. */
+const settingField = (name: FormName, values: SettingsValues, errors: FieldMessages): Html => {
+  const { label, hint, input } = OperatorSettings.settings[name]
+  const common = { name, label, value: values[name], error: errors[name], hint }
+  if (input._tag === "List" && input.formSeparator === "line") return textArea(common)
+  const type = input._tag === "Integer" ? "number" : input._tag === "OptionalText" && input.url ? "url" : "text"
+  return field({ ...common, type, ...(name === "name" ? { required: true } : {}) })
+}
 
 const statusHelp: Record<Application.ApplicationStatus, string> = {
   pending_review: "Waiting for review: its API keys are refused until it is approved.",
@@ -68,28 +57,32 @@ const statusHelp: Record<Application.ApplicationStatus, string> = {
   disabled: "Disabled: switched off, its API keys are refused."
 }
 
-const settingsFields = (values: SettingsValues, errors: FieldMessages): Html => html`
-<fieldset><legend>Application</legend>
-${field({ name: "name", label: "Name", value: values.name, error: errors.name, required: true, hint: "Shown to the application's team and in the audit log." })}
-</fieldset>
-<fieldset><legend>Payments</legend>
-<div class="grid">
-${field({ name: "methods", label: "Payment methods", value: values.methods, error: errors.methods, hint: "Comma-separated, e.g. card, ideal." })}
-${field({ name: "currencies", label: "Currencies", value: values.currencies, error: errors.currencies, hint: "Comma-separated ISO codes, e.g. EUR, USD." })}
-${field({ name: "locale", label: "Checkout locale", value: values.locale, error: errors.locale, hint: "en or nl-NL." })}
-${field({ name: "min_amount", label: "Minimum amount", type: "number", value: values.min_amount, error: errors.min_amount, hint: "In minor units (cents)." })}
-${field({ name: "max_amount", label: "Maximum amount", type: "number", value: values.max_amount, error: errors.max_amount, hint: "In minor units (cents)." })}
-${field({ name: "payment_ttl_seconds", label: "Payment lifetime (seconds)", type: "number", value: values.payment_ttl_seconds, error: errors.payment_ttl_seconds, hint: "60 to 604800; a pending payment expires after it." })}
-</div>
-</fieldset>
-<fieldset><legend>Integration</legend>
-<div class="grid">
-${field({ name: "return_url_host", label: "Return-URL host", value: values.return_url_host, error: errors.return_url_host, hint: "The host return URLs must use, e.g. shop.example. Empty: any." })}
-${field({ name: "webhook_url", label: "Webhook URL", type: "url", value: values.webhook_url, error: errors.webhook_url, hint: "Where events are sent. Empty: none." })}
-${field({ name: "rate_limit_per_minute", label: "Rate limit per minute", type: "number", value: values.rate_limit_per_minute, error: errors.rate_limit_per_minute, hint: "API requests per key and minute." })}
-</div>
-${textArea({ name: "ip_allowlist", label: "IP allow-list", value: values.ip_allowlist, error: errors.ip_allowlist, hint: "One address or CIDR range per line (203.0.113.7, 10.0.0.0/8, 2001:db8::/32). Empty: any address." })}
+/**
+ * The form's settings by group: a short one alone, the others side by side in a grid, the allow-list (a text area)
+ * under its group's grid. Every setting of the catalogue's form appears once.
+ */
+const settingsGroups: ReadonlyArray<{
+  readonly legend: string
+  readonly grid: ReadonlyArray<FormName>
+  readonly below: ReadonlyArray<FormName>
+}> = [
+  { legend: "Application", grid: [], below: ["name"] },
+  {
+    legend: "Payments",
+    grid: ["methods", "currencies", "locale", "min_amount", "max_amount", "payment_ttl_seconds"],
+    below: []
+  },
+  { legend: "Integration", grid: ["return_url_host", "webhook_url", "rate_limit_per_minute"], below: ["ip_allowlist"] }
+]
+
+const settingsFields = (values: SettingsValues, errors: FieldMessages): Html =>
+  html`${settingsGroups.map(
+    ({ legend, grid, below }) => html`
+<fieldset><legend>${legend}</legend>
+${grid.length === 0 ? "" : html`<div class="grid">${grid.map((name) => settingField(name, values, errors))}</div>`}
+${below.map((name) => settingField(name, values, errors))}
 </fieldset>`
+  )}`
 
 // ---------------------------------------------------------------------------------------------------------------
 // The list
@@ -104,7 +97,7 @@ export interface ApplicationItem {
 
 export const applicationsPage = (view: {
   readonly viewer: Viewer
-  readonly notice?: string | undefined
+  readonly notice?: Notice | undefined
   readonly q: string
   readonly status: string
   readonly statuses: ReadonlyArray<string>
@@ -199,13 +192,13 @@ export interface StatusAction {
 
 export interface ApplicationDetail {
   readonly viewer: Viewer
-  readonly notice?: string | undefined
+  readonly notice?: Notice | undefined
   /** A refused action, shown above everything. */
   readonly problem?: string | undefined
   readonly application: Application.Application
   readonly actions: ReadonlyArray<StatusAction>
-  readonly keys: ReadonlyArray<ApiKeyRecord>
-  readonly members: ReadonlyArray<Member>
+  readonly keys: ReadonlyArray<KeyView>
+  readonly members: ReadonlyArray<MemberView>
   readonly settings: { readonly values: SettingsValues; readonly errors: FieldMessages }
   readonly member: MemberForm
   /** The payment provider section (OperatorProviderAccount), rendered by its own template. */

@@ -3,11 +3,12 @@
  * discrepancies and overdue reads, newest first, each with a "Read from Stripe now" button. Templates only: every
  * value (Stripe's messages included) goes through `html`, so it is escaped.
  */
-import type { DiscrepancyItem, OverdueItem, ProviderPaymentView } from "../../dashboard/ProviderQueries.ts"
 import { type Html, html } from "../Html.ts"
 import { actionForm, formatTime, pageHead, pager, table } from "./Components.ts"
 import type { DashboardPage, Viewer } from "./DashboardLayout.ts"
+import type { Notice } from "./Notices.ts"
 import { operatorPage } from "./OperatorViews.ts"
+import type { DiscrepancyItem, OverdueItem, ProviderPaymentView } from "./Views.ts"
 
 export const providerPath = "/dashboard/operator/provider"
 
@@ -25,7 +26,7 @@ const readNow = (viewer: Viewer, target: { readonly paymentId: string; readonly 
 
 export const providerPage = (view: {
   readonly viewer: Viewer
-  readonly notice: string | undefined
+  readonly notice: Notice | undefined
   readonly discrepancies: ReadonlyArray<DiscrepancyItem>
   readonly discrepanciesNext: string | null
   readonly overdue: ReadonlyArray<OverdueItem>

@@ -3,15 +3,15 @@
  * account (the key only in its display form), a form to link a key (checked with Stripe first) and a retire button.
  * Templates only: every value goes through `html`, so it is escaped; the key typed is never rendered back.
  */
-import type { StoredLink } from "../../providers/ProviderLinks.ts"
 import { type Html, html } from "../Html.ts"
 import { actionForm, alert, badge, field, formatTime, modeBadge } from "./Components.ts"
 import { csrfField, type Viewer } from "./DashboardLayout.ts"
+import type { ProviderLinkView } from "./Views.ts"
 
 export interface ProviderAccountView {
   readonly viewer: Viewer
   readonly applicationId: string
-  readonly link: StoredLink | null
+  readonly link: ProviderLinkView | null
   /** Why the last link attempt failed (Stripe refused the key, or did not answer). */
   readonly problem?: string | undefined
 }

@@ -3,7 +3,6 @@
  * dashboard users, and the audit log; plus the pieces the operator's application pages share with them (the page
  * frame, field messages). Templates only: every value goes through `html`, so it is escaped.
  */
-import type { Membership } from "../../users/UserRepository.ts"
 import { type Html, html } from "../Html.ts"
 import {
   accountBadge,
@@ -23,6 +22,8 @@ import {
 } from "./Components.ts"
 
 import { csrfField, type DashboardPage, type OperatorSection, type Viewer } from "./DashboardLayout.ts"
+import type { Notice } from "./Notices.ts"
+import type { MembershipView } from "./Views.ts"
 
 /** Messages next to form fields, by field name. */
 export type FieldMessages = Readonly<Partial<Record<string, string>>>
@@ -33,7 +34,7 @@ export const operatorPage = (
   viewer: Viewer,
   title: string,
   body: Html,
-  notice?: string
+  notice?: Notice
 ): DashboardPage => ({ title, place: { _tag: "Operator", section }, viewer, body, notice })
 
 export interface ApplicationChoice {
@@ -234,7 +235,7 @@ export interface UserItem {
   readonly lastLoginAt: Date | null
   readonly createdAt: Date
   readonly deactivatedAt: Date | null
-  readonly memberships: ReadonlyArray<Membership>
+  readonly memberships: ReadonlyArray<MembershipView>
 }
 
 export interface NewUserForm {
@@ -245,7 +246,7 @@ export interface NewUserForm {
 
 const usersPath = "/dashboard/operator/users"
 
-const membershipList = (memberships: ReadonlyArray<Membership>): Html | ReadonlyArray<Html> =>
+const membershipList = (memberships: ReadonlyArray<MembershipView>): Html | ReadonlyArray<Html> =>
   memberships.length === 0
     ? html`<span class="muted">none</span>`
     : memberships.map(
@@ -256,7 +257,7 @@ const membershipList = (memberships: ReadonlyArray<Membership>): Html | Readonly
 /** One user: who they are, and what an operator admin can do for them. */
 export const userPage = (view: {
   readonly viewer: Viewer
-  readonly notice?: string | undefined
+  readonly notice?: Notice | undefined
   /** A refused change, shown above everything. */
   readonly problem?: string | undefined
   readonly user: UserItem
@@ -315,7 +316,7 @@ ${field({ name: "password", label: "New password", type: "password", hint: "At l
 
 export const usersPage = (view: {
   readonly viewer: Viewer
-  readonly notice?: string | undefined
+  readonly notice?: Notice | undefined
   readonly users: ReadonlyArray<UserItem>
   readonly form: NewUserForm
 }): DashboardPage => {

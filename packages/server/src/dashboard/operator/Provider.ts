@@ -1,0 +1,94 @@
+/**
+ * What operators see at Stripe (`/dashboard/operator/provider`, issue 12 §5): open discrepancies and overdue answers,
+ * and "read now" of one live payment's checkout or one live refund, applied as the background round would
+ * (`Payments.applyCheckoutAnswer`, `LiveRefunds.refresh`): a status change commits with its event. Template:
+ * pages/dashboard/OperatorProvider.ts.
+ */
+import { Ids } from "@kassa/core"
+import { DateTime, Effect, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { AuditLog } from "../../audit/AuditLog.ts"
+import { respondPage } from "../../pages/dashboard/DashboardLayout.ts"
+import { notFoundPage } from "../../pages/dashboard/MessagePages.ts"
+import { providerPage, providerPath } from "../../pages/dashboard/OperatorProvider.ts"
+import { Payments } from "../../payments/Payments.ts"
+import { LiveCheckouts } from "../../providers/LiveCheckouts.ts"
+import { LiveRefunds } from "../../providers/LiveRefunds.ts"
+import { ProviderConnector } from "../../providers/ProviderConnector.ts"
+import { ProviderLinks } from "../../providers/ProviderLinks.ts"
+import { PostedForm, pageSize, redirect, route, SignedIn } from "../DashboardRoute.ts"
+import * as ProviderQueries from "../ProviderQueries.ts"
+import { nextCursor, notice, param } from "./OperatorFrame.ts"
+
+const parsePaymentId = Schema.decodeUnknownOption(Ids.PaymentId)
+const parseRefundId = Schema.decodeUnknownOption(Ids.RefundId)
+
+const overview = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const beforeText = yield* param("before", 20)
+  const before = /^[0-9]{1,15}$/.test(beforeText) ? Number(beforeText) : undefined
+  const overdueText = yield* param("overdue_before", 40)
+  const overdueMillis = /^[0-9]{1,15}$/.test(overdueText) ? Number(overdueText) : Number.NaN
+  const limit = pageSize.acrossApplications
+  const discrepancies = yield* ProviderQueries.openDiscrepancies(sql, { limit, before })
+  const overdue = yield* ProviderQueries.overdueReads(sql, {
+    now: yield* DateTime.now,
+    limit,
+    before: Number.isFinite(overdueMillis) ? new Date(overdueMillis) : undefined
+  })
+  return respondPage(
+    providerPage({
+      viewer: (yield* SignedIn).viewer,
+      notice: yield* notice,
+      discrepancies: discrepancies.rows,
+      discrepanciesNext: nextCursor(discrepancies, (row) => row.id),
+      overdue: overdue.rows,
+      overdueNext: nextCursor(overdue, (row) => String(row.waitingSince.getTime()))
+    })
+  )
+})
+
+/** Reads one live payment's checkout from Stripe now and applies the answer. */
+const readCheckout = Effect.fn("OperatorProvider.readCheckout")(function* (paymentId: Ids.PaymentId) {
+  const links = yield* ProviderLinks
+  const checkout = yield* (yield* LiveCheckouts).find(paymentId)
+  if (Option.isNone(checkout) || checkout.value.sessionId === null) return "provider_nothing" as const
+  const link = yield* links.find(checkout.value.linkId)
+  if (Option.isNone(link)) return "provider_nothing" as const
+  const reading = yield* (yield* ProviderConnector)
+    .read(links.access(link.value), checkout.value.sessionId)
+    .pipe(Effect.result)
+  if (reading._tag === "Failure" || reading.success._tag === "NoAnswer") return "provider_no_answer" as const
+  yield* (yield* Payments).applyCheckoutAnswer({ paymentId, reading: reading.success })
+  return "provider_read" as const
+})
+
+const readNow = Effect.gen(function* () {
+  const form = yield* PostedForm
+  const refundId = parseRefundId(form.value("refund_id"))
+  const paymentId = parsePaymentId(form.value("payment_id"))
+  if (Option.isNone(refundId) && Option.isNone(paymentId)) return notFoundPage()
+  const found = yield* ProviderQueries.readTarget(
+    yield* SqlClient.SqlClient,
+    Option.isSome(refundId) ? { refundId: refundId.value } : { paymentId: Option.getOrThrow(paymentId) }
+  )
+  if (Option.isNone(found)) return notFoundPage()
+  const target = found.value
+  const outcome = Option.isSome(refundId)
+    ? Option.isSome(yield* (yield* LiveRefunds).refresh(refundId.value))
+      ? "provider_read"
+      : "provider_nothing"
+    : yield* readCheckout(target.paymentId as Ids.PaymentId)
+  yield* (yield* AuditLog).record((yield* SignedIn).actor, {
+    action: "provider.read_now",
+    applicationId: target.applicationId as Ids.ApplicationId,
+    target: Option.isSome(refundId) ? refundId.value : target.paymentId,
+    details: { payment_id: target.paymentId, outcome }
+  })
+  return redirect(providerPath, outcome)
+})
+
+export const routes = [
+  route("GET", providerPath, "operator", overview),
+  route("POST", `${providerPath}/read`, "operator", readNow)
+] as const

@@ -1,0 +1,50 @@
+/**
+ * The one table of messages the dashboards show after an action, by the code a redirect puts in `?notice=`
+ * (DashboardRoute.redirect): fixed text, so the request only picks one; an unknown code shows nothing.
+ */
+import { type Html, html } from "../Html.ts"
+
+/** A notice's message: plain text (escaped) or markup of the table's own. */
+export type Notice = Html | string
+
+const notices: Readonly<Record<string, Notice>> = {
+  // Operator: applications
+  approved: "The application is approved: its API keys work now.",
+  reactivated: "The application is active again: its API keys work.",
+  suspended: "The application is suspended: its API keys are refused.",
+  disabled: "The application is disabled: its API keys are refused.",
+  settings_saved: "The settings are saved.",
+  settings_unchanged: "Nothing to save: the settings were already like this.",
+  member_saved: "The member is saved.",
+  provider_linked: "The Stripe account is linked: Stripe accepted the key and has a webhook endpoint for it.",
+  provider_retired: "The Stripe link is retired: new live payments are refused until another account is linked.",
+  // Operator: at Stripe
+  provider_read: "Kassa read it from Stripe now and applied the answer.",
+  provider_no_answer: "Stripe did not answer (or refused): nothing changed; the background round tries again.",
+  provider_nothing: "There is nothing to read at Stripe for it (no checkout session or no provider refund).",
+  // Operator: users
+  user_created: "The user is created and can sign in now.",
+  password_set: "The new password is set; every session of the user has ended.",
+  deactivated: "The user is deactivated: signed out everywhere, and sign-in is refused.",
+  user_reactivated: "The user is active again and can sign in.",
+  admin_granted: "The user is an operator admin now.",
+  admin_revoked: "The user is no longer an operator admin.",
+  // An application's pages
+  key_revoked: html`The key is revoked. Requests with it now get <code>401 invalid_api_key</code>.`,
+  url_saved: html`Webhook URL saved. The next delivery attempt uses it.`,
+  url_cleared: html`Webhook URL removed. Attempts fail with <code>no_webhook_url</code> until you set one.`,
+  // Shown on the application's webhooks page, so the relative link is its deliveries page.
+  test_sent: html`Test event sent: a test payment was created and paid, so its <code>payment.paid</code> event is on its way. Follow it under <a href="deliveries">Deliveries</a>.`,
+  resent: html`Resend started: one manual attempt with a fresh signature is being made now. Reload to see its result.`,
+  refund_requested: html`Refund requested. It is pending until the provider confirms it; the payment's status and webhooks change only then.`,
+  member_added: "The member is saved: they can open this application's dashboard with their role now.",
+  role_changed: "The role is changed. It applies to their next page.",
+  role_unchanged: "Nothing changed: the member already had this role.",
+  member_removed: "The member is removed: they can no longer open this application's dashboard.",
+  // The account page
+  password_changed: "Your password is changed. Every other browser signed in to this account is signed out."
+}
+
+/** The message of a `?notice=` code, if it names one. */
+export const noticeOf = (code: string | null): Notice | undefined =>
+  code !== null && Object.hasOwn(notices, code) ? notices[code] : undefined
