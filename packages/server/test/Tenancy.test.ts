@@ -375,7 +375,10 @@ describe.each(databases)("live tenancy on %s", (database) => {
     expect(refunded.status, refunded.text).toBe(201)
     expect(refunded.body).toMatchObject({ status: "partially_refunded", refunded_amount: 400 })
     const asked = fake.requests.filter(
-      (request) => request.path === "/v1/refunds" && request.params.payment_intent === paid.paymentIntentId
+      (request) =>
+        request.method === "POST" &&
+        request.path === "/v1/refunds" &&
+        request.params.payment_intent === paid.paymentIntentId
     )
     expect(asked.map((request) => [request.params.amount, request.status])).toEqual([["400", 200]])
   })
