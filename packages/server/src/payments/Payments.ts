@@ -390,9 +390,10 @@ export class Payments extends Context.Service<
        * merchant's retry, the first attempt and the clean-up can meet here and still end in one outcome.
        */
       const openAtProvider = Effect.fnUntraced(
-        function* (payment: Payment.Payment, checkout: LiveCheckout) {
+        function* (payment: Payment.Payment, checkout: LiveCheckout, known?: StoredLink) {
           const { id } = payment
-          const link = yield* links.find(checkout.linkId)
+          // The first attempt has its link in hand; a resumed one reads it (a retired link still opens its payments).
+          const link = known === undefined ? yield* links.find(checkout.linkId) : Option.some(known)
           if (Option.isNone(link)) return yield* Effect.die(new Error(`provider link ${checkout.linkId} vanished`))
           const openRequest = openRequestOf(payment, checkout.idempotencyKey)
           const opened = yield* connector.open(links.access(link.value), openRequest).pipe(Effect.result)
@@ -544,7 +545,7 @@ export class Payments extends Context.Service<
           closing: null,
           createdAt: now
         }
-        return yield* openAtProvider(transition.payment, checkout)
+        return yield* openAtProvider(transition.payment, checkout, link)
       })
 
       const create = Effect.fnUntraced(
