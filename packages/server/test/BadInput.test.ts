@@ -3,6 +3,7 @@
  * and unpaired surrogates in stored text and in filters, return URLs a header cannot carry, an empty method list.
  * Each gets the contract's 4xx, and what is accepted is stored and read back exactly as answered.
  */
+import { OperatorSettings } from "@kassa/core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
 import { query } from "./support/PaymentFixtures.ts"
@@ -199,18 +200,7 @@ describe.each(databases)("bad input on %s", (database) => {
       new RegExp(`name="${name}"[^>]*>([^<]*)<`).exec(form.html)?.[1] ??
       ""
     const fields = Object.fromEntries(
-      [
-        "name",
-        "currencies",
-        "locale",
-        "min_amount",
-        "max_amount",
-        "return_url_host",
-        "webhook_url",
-        "ip_allowlist",
-        "payment_ttl_seconds",
-        "rate_limit_per_minute"
-      ].map((name) => [name, value(name)])
+      OperatorSettings.formNames.filter((name) => name !== "methods").map((name) => [name, value(name)])
     )
     const saved = await client.post(`/dashboard/operator/applications/${target.application.id}/settings`, {
       ...fields,

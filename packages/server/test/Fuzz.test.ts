@@ -7,6 +7,7 @@
  * Seeded: a failure prints the seed (and fast-check's counterexample); rerun it with `KASSA_FUZZ_SEED=<seed>`.
  * Bounded: a fixed number of runs per endpoint family, each family its own test.
  */
+import { OperatorSettings } from "@kassa/core"
 import * as fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
@@ -248,29 +249,17 @@ describe.each(databases)("fuzzed requests on %s", (database) => {
   })
 
   it("operator API: applications, keys, users, memberships, audit, deliveries", async () => {
-    const settings = [
-      "name",
-      "status",
-      "methods",
-      "currencies",
-      "locale",
-      "min_amount",
-      "max_amount",
-      "return_url_host",
-      "webhook_url",
-      "ip_allowlist",
-      "payment_ttl_seconds",
-      "rate_limit_per_minute"
-    ]
+    // Every setting of the core's catalogue; lists as arrays of text, text settings as text, the rest any value.
     const listOf = fc.array(text, { maxLength: 3 })
-    const settingsBody = bodyOver(settings, {
-      name: text,
-      methods: listOf,
-      currencies: listOf,
-      webhook_url: text,
-      return_url_host: text,
-      ip_allowlist: listOf
-    })
+    const settingsBody = bodyOver(
+      OperatorSettings.names,
+      Object.fromEntries(
+        OperatorSettings.names.flatMap((name): Array<[string, fc.Arbitrary<unknown>]> => {
+          const kind = OperatorSettings.settings[name].input._tag
+          return kind === "List" ? [[name, listOf]] : kind === "Text" || kind === "OptionalText" ? [[name, text]] : []
+        })
+      )
+    )
     const id = fc.oneof(fc.constant(target.application.id), fc.uuid(), text.map(segment))
     const query = fc
       .dictionary(
@@ -367,20 +356,14 @@ describe.each(databases)("fuzzed requests on %s", (database) => {
   })
 
   it("dashboard: the sign-in form and signed-in forms and filters", async () => {
+    // The operator's settings form: every field of the core's catalogue, number fields sometimes numbers.
     const settingsForm = fc.record(
-      {
-        name: text,
-        methods: text,
-        currencies: text,
-        locale: text,
-        min_amount: fc.oneof(text, number.map(String)),
-        max_amount: fc.oneof(text, number.map(String)),
-        return_url_host: text,
-        webhook_url: text,
-        ip_allowlist: text,
-        payment_ttl_seconds: fc.oneof(text, number.map(String)),
-        rate_limit_per_minute: fc.oneof(text, number.map(String))
-      },
+      Object.fromEntries(
+        OperatorSettings.formNames.map((name) => [
+          name,
+          OperatorSettings.settings[name].input._tag === "Integer" ? fc.oneof(text, number.map(String)) : text
+        ])
+      ),
       { requiredKeys: [] }
     )
     const filters = fc
