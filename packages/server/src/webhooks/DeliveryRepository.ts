@@ -8,10 +8,11 @@
  * - Results are written in batches, one transaction each. A delivery's schedule is updated only by the holder of its
  *   current claim (token compare-and-set); every attempt is recorded, numbered in order under the delivery's row lock.
  */
-import { Delivery, Ids, type Mode, type WebhookEvent } from "@kassa/core"
-import { Context, DateTime, Effect, Layer, Option } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
-import type { WebhookSecrets } from "../applications/ApplicationRepository.ts"
+import { Delivery, Ids, Mode, WebhookEvent } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema } from "effect/sql"
+import { openSecrets, SealedSecretsRow, type WebhookSecrets } from "../applications/ApplicationRepository.ts"
+import * as Columns from "../database/Columns.ts"
 import * as SecretBox from "../security/SecretBox.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
@@ -28,7 +29,8 @@ export interface Backlog {
 
 export const DeliveryStatus = Delivery.DeliveryStatus
 export type DeliveryStatus = Delivery.DeliveryStatus
-export type AttemptKind = "scheduled" | "manual"
+export const AttemptKind = Schema.Literals(["scheduled", "manual"])
+export type AttemptKind = typeof AttemptKind.Type
 
 /** A delivery claimed for one attempt. */
 export interface ClaimedDelivery {
@@ -132,25 +134,60 @@ export interface StoredDelivery {
   readonly body: string
 }
 
-type Row = Record<string, unknown>
-
 const toDate = (time: DateTime.Utc) => DateTime.toDateUtc(time)
 const iso = (time: DateTime.Utc | null) => (time === null ? null : DateTime.formatIso(time))
-/** A timestamp as a column (a Date) or inside a JSON aggregate (ISO 8601 text with an offset). */
-const utc = (value: unknown): DateTime.Utc => DateTime.makeUnsafe(value as Date | string)
-const utcOrNull = (value: unknown) => (value === null || value === undefined ? null : utc(value))
-const textOrNull = (value: unknown) => (value === null || value === undefined ? null : String(value))
 
-const attemptView = (row: Row): AttemptView => ({
-  number: Number(row.number),
-  kind: row.kind as AttemptKind,
-  started_at: utc(row.started_at),
-  url: textOrNull(row.url),
-  response_status: row.response_status === null ? null : Number(row.response_status),
-  error: textOrNull(row.error),
-  duration_ms: Number(row.duration_ms),
-  response_body: textOrNull(row.response_body)
+/** A row of `delivery_attempts`, as a column set or inside `json_agg` (timestamps as text there). */
+const AttemptRow = Schema.Struct({
+  number: Columns.Integer,
+  kind: AttemptKind,
+  started_at: Columns.Timestamp,
+  url: Schema.NullOr(Schema.String),
+  response_status: Columns.NullableInteger,
+  error: Schema.NullOr(Schema.String),
+  duration_ms: Columns.Integer,
+  response_body: Schema.NullOr(Schema.String)
 })
+
+/** A delivery with its event and its attempts, read by one statement (see `selectViews`). */
+const ViewRow = Schema.Struct({
+  id: Ids.DeliveryId,
+  event_id: Ids.EventId,
+  event: WebhookEvent.EventName,
+  payment_id: Ids.PaymentId,
+  mode: Mode.Mode,
+  status: Delivery.DeliveryStatus,
+  next_attempt_at: Columns.NullableTimestamp,
+  created_at: Columns.Timestamp,
+  attempts: Columns.Json(Schema.Array(AttemptRow))
+})
+
+/** A claimed row of `deliveries` with its event. */
+const ClaimedRow = Schema.Struct({
+  id: Ids.DeliveryId,
+  application_id: Ids.ApplicationId,
+  attempt_count: Columns.Integer,
+  first_attempt_at: Columns.NullableTimestamp,
+  event_id: Schema.String,
+  event: Schema.String,
+  body: Schema.String
+})
+
+/** Where an application's attempts go: its URL and sealed secrets. */
+const TargetRow = Schema.Struct({
+  id: Ids.ApplicationId,
+  webhook_url: Schema.NullOr(Schema.String),
+  ...SealedSecretsRow.fields
+})
+
+const StoredRow = Schema.Struct({ application_id: Ids.ApplicationId, event: Schema.String, body: Schema.String })
+
+/** Where a page of deliveries starts after. */
+const CursorRow = Schema.Struct({ created_at: Columns.Timestamp, id: Ids.DeliveryId })
+
+const BacklogRow = Schema.Struct({ due: Columns.Integer, overdue: Columns.Integer })
+
+const attemptView = ({ started_at, ...attempt }: typeof AttemptRow.Type): AttemptView => ({ ...attempt, started_at })
 
 const attemptJson = (id: string, ord: number, attempt: AttemptRecord) => ({
   delivery_id: id,
@@ -220,7 +257,7 @@ export class DeliveryRepository extends Context.Service<
                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
           : sql``
         const token = crypto.randomUUID()
-        const rows = yield* sql`
+        const rows = yield* Columns.all(ClaimedRow)(sql`
           WITH due AS (
             SELECT d.id FROM deliveries d
             WHERE d.status = 'pending' AND d.next_attempt_at <= ${now} ${lane}
@@ -235,40 +272,28 @@ export class DeliveryRepository extends Context.Service<
           FROM due, events e
           WHERE d.id = due.id AND e.id = d.event_id
           RETURNING d.id, d.application_id, d.attempt_count, d.first_attempt_at, e.id AS event_id, e.event, e.body
-        `
+        `)
         return rows.map(
           (row): ClaimedDelivery => ({
-            id: Ids.DeliveryId.make(String(row.id)),
-            applicationId: Ids.ApplicationId.make(String(row.application_id)),
-            eventId: String(row.event_id),
-            event: String(row.event),
-            body: String(row.body),
-            attemptCount: Number(row.attempt_count),
-            firstAttemptAt: utcOrNull(row.first_attempt_at),
+            id: row.id,
+            applicationId: row.application_id,
+            eventId: row.event_id,
+            event: row.event,
+            body: row.body,
+            attemptCount: row.attempt_count,
+            firstAttemptAt: row.first_attempt_at,
             claimToken: token
           })
         )
       }, Effect.orDie)
 
       const targets = Effect.fn("DeliveryRepository.targets")(function* (applicationIds: ReadonlyArray<string>) {
-        const rows = yield* sql`
+        const rows = yield* Columns.all(TargetRow)(sql`
           SELECT id, webhook_url, webhook_secret_encrypted, previous_webhook_secret_encrypted, webhook_secret_rotated_at
           FROM applications WHERE id = ANY(${[...applicationIds]}::uuid[])
-        `
+        `)
         const found = new Map<string, Target>()
-        for (const row of rows) {
-          const previous =
-            row.previous_webhook_secret_encrypted === null || row.webhook_secret_rotated_at === null
-              ? null
-              : {
-                  secret: openSecret(String(row.previous_webhook_secret_encrypted)),
-                  rotatedAt: utc(row.webhook_secret_rotated_at)
-                }
-          found.set(String(row.id), {
-            url: textOrNull(row.webhook_url),
-            secrets: { current: openSecret(String(row.webhook_secret_encrypted)), previous }
-          })
-        }
+        for (const row of rows) found.set(row.id, { url: row.webhook_url, secrets: openSecrets(row, openSecret) })
         return found as ReadonlyMap<string, Target>
       }, Effect.orDie)
 
@@ -364,36 +389,27 @@ export class DeliveryRepository extends Context.Service<
           .pipe(Effect.orDie)
       })
 
-      const find = (id: Ids.DeliveryId) =>
-        sql`
-          SELECT d.id, d.application_id, e.event, e.body
+      const findRow = SqlSchema.findOneOption({
+        Request: Ids.DeliveryId,
+        Result: StoredRow,
+        execute: (id) => sql`
+          SELECT d.application_id, e.event, e.body
           FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = ${id}
-        `.pipe(
-          Effect.map((rows) =>
+        `
+      })
+      const find = (id: Ids.DeliveryId) =>
+        findRow(id).pipe(
+          Effect.map(
             Option.map(
-              Option.fromNullishOr(rows[0]),
-              (row): StoredDelivery => ({
-                id,
-                applicationId: Ids.ApplicationId.make(String(row.application_id)),
-                event: String(row.event),
-                body: String(row.body)
-              })
+              (row): StoredDelivery => ({ id, applicationId: row.application_id, event: row.event, body: row.body })
             )
           ),
           Effect.orDie
         )
 
-      /** A delivery row with its attempts (read by the same statement, see selectViews). */
-      const toView = (row: Row): DeliveryView => ({
-        id: Ids.DeliveryId.make(String(row.id)),
-        event_id: Ids.EventId.make(String(row.event_id)),
-        event: row.event as WebhookEvent.EventName,
-        payment_id: Ids.PaymentId.make(String(row.payment_id)),
-        mode: row.mode as Mode.Mode,
-        status: row.status as DeliveryStatus,
-        next_attempt_at: utcOrNull(row.next_attempt_at),
-        created_at: utc(row.created_at),
-        attempts: (row.attempts as ReadonlyArray<Row>).map(attemptView)
+      const toView = ({ attempts, ...delivery }: typeof ViewRow.Type): DeliveryView => ({
+        ...delivery,
+        attempts: attempts.map(attemptView)
       })
 
       // One statement, so one snapshot: a delivery's status and its attempts always agree. Read by two statements, a
@@ -407,19 +423,19 @@ export class DeliveryRepository extends Context.Service<
       `
 
       const view = (id: Ids.DeliveryId) =>
-        sql`${selectViews} WHERE d.id = ${id}`.pipe(
-          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toView)),
+        Columns.first(ViewRow)(sql`${selectViews} WHERE d.id = ${id}`).pipe(
+          Effect.map(Option.map(toView)),
           Effect.orDie
         )
 
       const list = Effect.fn("DeliveryRepository.list")(function* (applicationId: Ids.ApplicationId, query: ListQuery) {
         let cursor = sql``
         if (query.startingAfter !== undefined) {
-          const [after] = yield* sql`
+          const after = yield* Columns.first(CursorRow)(sql`
             SELECT created_at, id FROM deliveries WHERE id = ${query.startingAfter} AND application_id = ${applicationId}
-          `
-          if (after === undefined) return Option.none<DeliveryPage>()
-          cursor = sql`AND (d.created_at, d.id) < (${after.created_at as Date}, ${String(after.id)}::uuid)`
+          `)
+          if (Option.isNone(after)) return Option.none<DeliveryPage>()
+          cursor = sql`AND (d.created_at, d.id) < (${toDate(after.value.created_at)}, ${after.value.id}::uuid)`
         }
         const filters = [
           query.status === undefined ? sql`` : sql`AND d.status = ${query.status}`,
@@ -428,25 +444,27 @@ export class DeliveryRepository extends Context.Service<
           // deliveries.mode (0004): the filter walks deliveries_application_mode, not every event.
           query.mode === undefined ? sql`` : sql`AND d.mode = ${query.mode}`
         ]
-        const rows = yield* sql`
+        const rows = yield* Columns.all(ViewRow)(sql`
           ${selectViews}
           WHERE d.application_id = ${applicationId} ${filters[0]} ${filters[1]} ${filters[2]} ${filters[3]} ${cursor}
           ORDER BY d.created_at DESC, d.id DESC
           LIMIT ${query.limit + 1}
-        `
+        `)
         const data = rows.slice(0, query.limit).map(toView)
         return Option.some<DeliveryPage>({ data, has_more: rows.length > query.limit })
       }, Effect.orDie)
 
       // Walks only the due part of deliveries_due (pending, next_attempt_at <= now): a scrape costs in proportion
       // to the backlog, not to the table.
-      const backlog = sql<{ readonly due: string | number; readonly overdue: string | number }>`
+      const backlog = Columns.first(BacklogRow)(sql`
         SELECT count(*) AS due,
           count(*) FILTER (WHERE next_attempt_at <= now() - make_interval(secs => ${overdueAfterSeconds})) AS overdue
         FROM deliveries
         WHERE status = 'pending' AND next_attempt_at <= now()
-      `.pipe(
-        Effect.map(([row]) => ({ due: Number(row?.due ?? 0), overdue: Number(row?.overdue ?? 0) })),
+      `).pipe(
+        // The caller keeps the last figures when the database does not answer; a count that does not decode is a bug.
+        Effect.catchTag("SchemaError", Effect.die),
+        Effect.map(Option.getOrElse(() => ({ due: 0, overdue: 0 }))),
         Effect.withSpan("DeliveryRepository.backlog")
       )
 
