@@ -258,9 +258,9 @@ interface SchemaOf extends Struct.Lambda {
   <S extends Schema.Top>(self: Setting<S>): S
   readonly "~lambda.out": this["~lambda.in"] extends Setting<infer S> ? S : never
 }
-const schemaOf = Struct.lambda<SchemaOf>((entry) => entry.schema)
+const schemaOf = Struct.lambda<SchemaOf>((entry) => entry.schema.annotate({ description: entry.description }))
 
-/** The wire schema of every setting, by name. */
+/** The wire schema of every setting, by name, described for the OpenAPI document. */
 export const fields = Struct.map(settings, schemaOf)
 
 const { name: _name, ...settingFields } = fields
