@@ -2,11 +2,87 @@
  * The audit log (issue #6): every dashboard and operator action — who (a user's e-mail address, or the admin token),
  * what, on which application and object, when, and from which address. Entries are only ever added.
  */
-import { type Ids, Text } from "@kassa/core"
-import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { Ids, Text } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import { likeLiteral } from "../database/Like.ts"
 import type { UserId } from "../users/UserRepository.ts"
+
+/** What a dashboard does: one name per act, whichever dashboard (or the operator API's refund) did it. */
+export const DashboardAction = Schema.Literals([
+  "application.created",
+  "application.approved",
+  "application.reactivated",
+  "application.suspended",
+  "application.disabled",
+  "application.settings_updated",
+  "api_key.issued",
+  "api_key.rolled",
+  "api_key.revoked",
+  "webhook.url_updated",
+  "webhook.secret_regenerated",
+  "webhook.test_sent",
+  "delivery.resent",
+  "refund.requested",
+  "membership.set",
+  "membership.removed",
+  "provider_account.linked",
+  "provider_account.retired",
+  "provider.read_now",
+  "user.created",
+  "user.password_set",
+  "user.deactivated",
+  "user.reactivated",
+  "user.operator_admin_granted",
+  "user.operator_admin_revoked",
+  "user.signed_in",
+  "user.signed_out",
+  "user.sign_in_failed",
+  "user.sign_in_locked",
+  "user.password_changed",
+  "user.password_change_refused"
+])
+
+/** A change made with the admin token: `operator_api.<group>.<endpoint>` (docs/decisions.md, operator API). */
+export const OperatorApiAction = Schema.TemplateLiteral(["operator_api.", Schema.String])
+export type OperatorApiAction = typeof OperatorApiAction.Type
+
+export const Action = Schema.Union([DashboardAction, OperatorApiAction])
+export type Action = typeof Action.Type
+
+/** Names the log once held for an act that now has another: read back, and filtered, as the act's name. */
+const retired: Readonly<Record<string, Action>> = {
+  // The application dashboard logged a new key as `api_key.created`, the operator's as `api_key.issued`.
+  "api_key.created": "api_key.issued"
+}
+
+/** An action as stored: a retired name is read as the act's name. */
+const StoredAction = Schema.Union([
+  Action,
+  ...Object.entries(retired).map(([name, current]) => Schema.Literal(name).transform(current))
+])
+
+/** Every name `action` may be stored under: itself (or the act a retired name stands for) and its retired names. */
+const storedNames = (action: string): ReadonlyArray<string> => {
+  const current = retired[action] ?? action
+  return [current, ...Object.keys(retired).filter((name) => retired[name] === current)]
+}
+
+/** A row of `audit_log` with its application's name. */
+const EntryRow = Schema.Struct({
+  id: Columns.Integer,
+  at: Columns.Timestamp,
+  actor: Schema.String,
+  action: StoredAction,
+  application_id: Schema.NullOr(Ids.ApplicationId),
+  application_name: Schema.NullOr(Schema.String),
+  target: Schema.NullOr(Schema.String),
+  details: Columns.Json(Schema.Record(Schema.String, Schema.Unknown)),
+  ip: Schema.NullOr(Schema.String)
+})
+
+const ActionRow = Schema.Struct({ action: StoredAction })
 
 export interface Actor {
   /** The user's e-mail address, or "admin token". */
@@ -16,7 +92,7 @@ export interface Actor {
 }
 
 export interface Entry {
-  readonly action: string
+  readonly action: Action
   readonly applicationId?: Ids.ApplicationId | null | undefined
   /** The object acted on: a key, delivery, payment or user id. */
   readonly target?: string | null | undefined
@@ -26,7 +102,7 @@ export interface Entry {
 
 /** An entry as read back: every field is there. */
 export interface Recorded {
-  readonly action: string
+  readonly action: Action
   readonly applicationId: Ids.ApplicationId | null
   readonly target: string | null
   readonly details: Readonly<Record<string, unknown>>
@@ -62,7 +138,7 @@ export class AuditLog extends Context.Service<
     readonly record: (actor: Actor, entry: Entry) => Effect.Effect<void>
     readonly list: (query: ListQuery) => Effect.Effect<AuditPage>
     /** Every action the log holds, in order (the audit page's filter). */
-    readonly actions: Effect.Effect<ReadonlyArray<string>>
+    readonly actions: Effect.Effect<ReadonlyArray<Action>>
   }
 >()("@kassa/server/audit/AuditLog") {
   static readonly layer = Layer.effect(
@@ -84,30 +160,30 @@ export class AuditLog extends Context.Service<
           const clauses: Array<Statement.Fragment> = []
           if (query.applicationId !== undefined) clauses.push(sql`l.application_id = ${query.applicationId}`)
           if (query.actor !== undefined) clauses.push(sql`l.actor ILIKE ${`%${likeLiteral(query.actor)}%`}`)
-          if (query.action !== undefined) clauses.push(sql`l.action = ${query.action}`)
+          if (query.action !== undefined) {
+            const names = storedNames(query.action)
+            clauses.push(names.length === 1 ? sql`l.action = ${names[0]}` : sql`l.action IN ${sql.in(names)}`)
+          }
           if (query.before !== undefined) clauses.push(sql`l.id < ${query.before}`)
-          return sql`
+          return Columns.all(EntryRow)(sql`
             SELECT l.*, a.name AS application_name FROM audit_log l LEFT JOIN applications a ON a.id = l.application_id
             WHERE ${sql.and(clauses)}
             ORDER BY l.id DESC LIMIT ${query.limit + 1}
-          `.pipe(
+          `).pipe(
             Effect.orDie,
             Effect.map((rows) => ({
               hasMore: rows.length > query.limit,
               entries: rows.slice(0, query.limit).map(
                 (row): Recorded => ({
-                  id: Number(row.id),
-                  at: DateTime.makeUnsafe(row.at as Date),
-                  actor: String(row.actor),
-                  action: String(row.action),
-                  applicationId: (row.application_id as Ids.ApplicationId | null) ?? null,
-                  applicationName: (row.application_name as string | null) ?? null,
-                  target: (row.target as string | null) ?? null,
-                  details: (typeof row.details === "string" ? JSON.parse(row.details) : row.details) as Record<
-                    string,
-                    unknown
-                  >,
-                  ip: (row.ip as string | null) ?? null
+                  id: row.id,
+                  at: row.at,
+                  actor: row.actor,
+                  action: row.action,
+                  applicationId: row.application_id,
+                  applicationName: row.application_name,
+                  target: row.target,
+                  details: row.details,
+                  ip: row.ip
                 })
               )
             }))
@@ -115,16 +191,17 @@ export class AuditLog extends Context.Service<
         },
         // The distinct actions by the action index, one index probe per action (PostgreSQL has no skip scan):
         // `SELECT DISTINCT` would read every entry of a log that only grows, on every view of its page.
-        actions: sql`
+        actions: Columns.all(ActionRow)(sql`
           WITH RECURSIVE found AS (
             SELECT min(action) AS action FROM audit_log
             UNION ALL
             SELECT (SELECT min(action) FROM audit_log WHERE action > found.action) FROM found WHERE found.action IS NOT NULL
           )
           SELECT action FROM found WHERE action IS NOT NULL
-        `.pipe(
+        `).pipe(
           Effect.orDie,
-          Effect.map((rows) => rows.map((row) => String(row.action)))
+          // A retired name and the act's name are one action.
+          Effect.map((rows) => [...new Set(rows.map((row) => row.action))].sort())
         )
       })
     })

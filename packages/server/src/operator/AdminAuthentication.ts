@@ -15,7 +15,7 @@ import { createHash, timingSafeEqual } from "node:crypto"
 import { AdminAuthentication, ApiError, type Ids, LoginThrottle } from "@kassa/core"
 import { DateTime, Effect, Layer, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
-import { AuditLog, AuditSubject } from "../audit/AuditLog.ts"
+import { AuditLog, AuditSubject, type OperatorApiAction } from "../audit/AuditLog.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 import { addressKey } from "../users/SignInThrottle.ts"
@@ -72,7 +72,7 @@ export const layer = Layer.effect(
     // named (AuditSubject) when the path does not.
     const recorded = <E, R>(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
-      action: string,
+      action: OperatorApiAction,
       method: string
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => {
       if (method === "GET") return httpEffect
@@ -105,7 +105,7 @@ export const layer = Layer.effect(
     const checked = <E, R>(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
       token: string,
-      action: string,
+      action: OperatorApiAction,
       method: string
     ) =>
       Effect.flatMap(
