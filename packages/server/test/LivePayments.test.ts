@@ -149,6 +149,31 @@ describe.each(databases)("live payments on %s", (database) => {
     expect(await paymentsWithReference(server, reference)).toEqual([{ id, status: "failed" }])
   })
 
+  it("an event that overtakes the create's answer gets 503, and applies when Stripe sends it again", async () => {
+    const shop = await linkedApplication(server, fake)
+    const reference = uniqueReference("live-overtaken")
+    const before = fake.sessions().length
+    fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, { kind: "delay-after", ms: 1500 })
+    const created = createPayment(server, shop.liveKey, { order_reference: reference })
+    await eventually(() => fake.sessions().length > before, "Stripe to make the session")
+    const session = fake.sessions().at(-1)
+    fake.pay(String(session?.id), { name: "Grace Hopper" })
+    await fake.settled()
+    const event = fake.events.find(
+      (e) =>
+        e.type === "checkout.session.completed" && (e.data as { object: { id: unknown } }).object.id === session?.id
+    )
+    const sent = () => fake.deliveries.filter((delivery) => delivery.eventId === event?.id)
+    expect(sent().map((delivery) => delivery.status)).toEqual([503])
+    const answered = await created
+    expect(answered.status, answered.text).toBe(201)
+    const id = (answered.body as WirePayment).id
+    expect(await storedStatus(server, id)).toBe("pending")
+    await fake.resend(String(event?.id))
+    expect(sent().map((delivery) => delivery.status)).toEqual([503, 200])
+    expect(await storedStatus(server, id)).toBe("paid")
+  })
+
   it("rule 5 comes first: a live create on a reference a live payment holds never reaches Stripe", async () => {
     const shop = await linkedApplication(server, fake)
     const reference = uniqueReference("live-held")

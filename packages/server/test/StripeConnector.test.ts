@@ -403,7 +403,7 @@ describe("events: Stripe's signature, 300 s tolerance", () => {
     expect(event).toMatchObject({
       type: "checkout.session.completed",
       livemode: false,
-      subject: { _tag: "Checkout", sessionId }
+      subject: { _tag: "Checkout", sessionId, paymentId: expect.any(String) }
     })
 
     const intent = String(fake.session(sessionId).payment_intent)
@@ -437,7 +437,11 @@ describe("events: Stripe's signature, 300 s tolerance", () => {
       data: { object: { id: "cs_1" } }
     })
     const good = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: endpointSecret })
-    expect((await run(parse(link, body, good))).subject).toEqual({ _tag: "Checkout", sessionId: "cs_1" })
+    expect((await run(parse(link, body, good))).subject).toEqual({
+      _tag: "Checkout",
+      sessionId: "cs_1",
+      paymentId: null
+    })
     const forged = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: "whsec_not_the_secret" })
     expect(await failureOf(parse(link, body, forged))).toMatchObject({ _tag: "EventRejected" })
     expect(await failureOf(parse(link, body.replace("cs_1", "cs_2"), good))).toMatchObject({ _tag: "EventRejected" })

@@ -14,6 +14,7 @@
  * refund again, settles Kassa's own or records one made in Stripe's dashboard on the payment of its payment intent,
  * only for payments this link opened; its `provider_refunds` rows make a repeated event change nothing twice.
  */
+import { Ids } from "@kassa/core"
 import { Effect, Layer, Option, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Payments } from "../payments/Payments.ts"
@@ -25,6 +26,7 @@ import { ProviderLinks } from "../providers/ProviderLinks.ts"
 export const routes = [{ method: "POST", path: "/provider-webhooks/stripe/:linkId" }] as const
 
 const parseLinkId = Schema.decodeUnknownOption(ProviderLinkId)
+const parsePaymentId = Schema.decodeUnknownOption(Ids.PaymentId)
 
 const answer = (status: number, code: string, message: string) =>
   HttpServerResponse.jsonUnsafe(status === 200 ? { received: true, note: message } : { error: { code, message } }, {
@@ -85,6 +87,16 @@ export const layer = Layer.unwrap(
       }
       if (event.subject._tag !== "Checkout") return answer(200, "", "Not a payment event; nothing to do here.")
       const checkout = yield* checkouts.findBySession(event.subject.sessionId)
+      if (Option.isNone(checkout) && event.subject.paymentId !== null) {
+        // An event that overtook the create's answer: the payment's checkout is still being opened, so the event is
+        // refused for now and Stripe sends it again, by when the session is stored (issue 12 §6, "webhook before
+        // the create's commit").
+        const parsedId = parsePaymentId(event.subject.paymentId)
+        const opening = Option.isNone(parsedId) ? Option.none() : yield* checkouts.find(parsedId.value)
+        if (Option.isSome(opening) && opening.value.linkId === link.value.id && opening.value.state === "opening") {
+          return answer(503, "provider_error", "The payment's checkout is still being opened; send the event again.")
+        }
+      }
       // Unknown to Kassa, or opened by another link (same account linked twice): nothing changes.
       if (Option.isNone(checkout) || checkout.value.linkId !== link.value.id) {
         return answer(200, "", "No payment of this link has this checkout.")

@@ -123,7 +123,12 @@ export interface RefundReading {
 
 /** What a verified provider event is about: a hint; Kassa reads the object again before applying anything. */
 export type EventSubject =
-  | { readonly _tag: "Checkout"; readonly sessionId: string }
+  | {
+      readonly _tag: "Checkout"
+      readonly sessionId: string
+      /** Kassa's payment id the checkout was opened for (its `client_reference_id`), when it carries one. */
+      readonly paymentId: string | null
+    }
   | { readonly _tag: "Refund"; readonly providerRefundId: string }
   | { readonly _tag: "Charge"; readonly paymentIntentId: string | null }
   | { readonly _tag: "Other" }

@@ -151,7 +151,11 @@ export const eventSubject = (event: Stripe.Event): EventSubject => {
     case "checkout.session.async_payment_succeeded":
     case "checkout.session.async_payment_failed":
     case "checkout.session.expired":
-      return { _tag: "Checkout", sessionId: object.id }
+      return {
+        _tag: "Checkout",
+        sessionId: object.id,
+        paymentId: typeof object.client_reference_id === "string" ? object.client_reference_id : null
+      }
     case "refund.created":
     case "refund.updated":
     case "refund.failed":

@@ -129,12 +129,15 @@ const noSuch = (object: string, id: string, param: string) =>
  * - `hang-after`: run, kept under its Idempotency-Key, and never answered: a create Kassa timed out on that Stripe did.
  * - `status-after`: run, kept under its Idempotency-Key, then answered with that status (5xx): the answer was lost on
  *   the way back, so a retry with the same key replays what Stripe did (https://docs.stripe.com/idempotency).
+ * - `delay-after`: run, then answered `ms` later: the object exists (and its events may go out) before the caller
+ *   hears of it (https://docs.stripe.com/webhooks#event-ordering: events are not guaranteed in any order).
  */
 export type Fault =
   | { readonly kind: "status"; readonly status: number; readonly shouldRetry?: boolean }
   | { readonly kind: "hang" }
   | { readonly kind: "hang-after" }
   | { readonly kind: "status-after"; readonly status: number }
+  | { readonly kind: "delay-after"; readonly ms: number }
 
 interface FaultRule {
   readonly method: string | undefined
@@ -1040,6 +1043,10 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
       }
       if (slot !== null) saved.set(slot, { method, path: url.pathname, params: fingerprint, status, body: payload })
       if (fault?.kind === "hang-after") return hang()
+      if (fault?.kind === "delay-after") {
+        const answer = payload
+        return void setTimeout(() => send(status, answer), fault.ms)
+      }
       if (fault?.kind === "status-after") {
         return fail(
           new StripeFailure(fault.status, {
