@@ -10,7 +10,7 @@
  * - `X-Content-Type-Options: nosniff` on every answer, and `Cache-Control: no-store` on the merchant and operator
  *   APIs, whose answers carry payer data no cache may keep.
  */
-import { ApiError, PaymentsApi } from "@kassa/core"
+import { ApiError, OperatorApi, PaymentsApi } from "@kassa/core"
 import {
   Cause,
   Context,
@@ -27,7 +27,6 @@ import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerRe
 import { MerchantAuth } from "../auth/Authentication.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
-import { operatorPrefix } from "../operator/OperatorApi.ts"
 import * as RouteFallback from "./RouteFallback.ts"
 
 const serverError = HttpServerResponse.jsonUnsafe(
@@ -112,7 +111,9 @@ const apiHeaders = (id: string) => ({
 const pageHeaders = (id: string) => ({ "request-id": id, "x-content-type-options": "nosniff" })
 
 const isApiPath = (path: string) =>
-  path.startsWith(`${PaymentsApi.apiPrefix}/`) || path.startsWith(`${operatorPrefix}/`) || path === operatorPrefix
+  path.startsWith(`${PaymentsApi.apiPrefix}/`) ||
+  path.startsWith(`${OperatorApi.operatorPrefix}/`) ||
+  path === OperatorApi.operatorPrefix
 
 /** The bearer token as HttpApiSecurity.bearer reads it: anything but `Bearer <token>` is an empty credential. */
 const bearerCredential = (request: HttpServerRequest.HttpServerRequest) => {
