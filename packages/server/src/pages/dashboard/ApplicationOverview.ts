@@ -1,8 +1,9 @@
 /** An application's overview: its status, the last 30 days by mode, where to go next, its settings and members. */
+import { Money } from "@kassa/core"
 import { type Html, html } from "../Html.ts"
 import { membersTable } from "./ApplicationMembers.ts"
 import { type AppFrame, appPage, appPath } from "./ApplicationShared.ts"
-import { badge, formatAmount, formatTime, pageHead } from "./Components.ts"
+import { badge, formatTime, pageHead } from "./Components.ts"
 import type { MemberView } from "./Views.ts"
 
 export interface ModeCounts {
@@ -75,7 +76,7 @@ ${modeCard(frame, "live", view.counts.live, view.activeKeys.live)}
 <dt>Application id</dt><dd><code>${application.id}</code></dd>
 <dt>Methods</dt><dd>${application.methods.join(", ")}</dd>
 <dt>Currencies</dt><dd>${application.currencies.join(", ")}</dd>
-<dt>Amounts</dt><dd>${application.currencies.length === 0 ? "—" : `${formatAmount(application.min_amount, application.currencies[0] ?? "EUR", "en")} to ${formatAmount(application.max_amount, application.currencies[0] ?? "EUR", "en")}`}</dd>
+<dt>Amounts</dt><dd>${application.currencies.length === 0 ? "—" : `${Money.format(application.min_amount, application.currencies[0] ?? "EUR", "en")} to ${Money.format(application.max_amount, application.currencies[0] ?? "EUR", "en")}`}</dd>
 <dt>Payment lifetime</dt><dd>${Math.round(application.payment_ttl_seconds / 60)} minutes</dd>
 <dt>Return URL host</dt><dd>${application.return_url_host ?? "any (not restricted)"}</dd>
 <dt>Rate limit</dt><dd>${application.rate_limit_per_minute} requests a minute per key</dd>

@@ -3,15 +3,14 @@
  * payer, refunds, and the timeline of its events and their deliveries. A live payment that was paid can have a refund
  * requested here (specification: live refunds are requested from the dashboard and confirmed later by the provider).
  */
-import { Mode, Payment, RefundRules } from "@kassa/core"
+import { Mode, Money, Payment, RefundRules } from "@kassa/core"
 import { type Html, html } from "../Html.ts"
-import { type AppFrame, appPage, appPath, minorDigits, noticeBlock, subheading } from "./ApplicationShared.ts"
+import { type AppFrame, appPage, appPath, noticeBlock, subheading } from "./ApplicationShared.ts"
 import {
   anyOf,
   badge,
   field,
   filterForm,
-  formatAmount,
   formatTime,
   modeBadge,
   pageHead,
@@ -30,7 +29,7 @@ export interface PaymentFilterView {
   readonly order_reference: string
 }
 
-const money = (amount: number, currency: string) => formatAmount(amount, currency, "en")
+const money = (amount: number, currency: string) => Money.format(amount, currency, "en")
 
 export const paymentsPage = (
   frame: AppFrame,
@@ -128,7 +127,7 @@ const refundForm = (frame: AppFrame, view: PaymentView): Html => {
   if (!frame.can("request_refunds"))
     return html`<p class="muted">Up to ${money(refundable, payment.currency)} can still be refunded. Your role cannot request refunds.</p>`
   const form = view.refundForm
-  const digits = minorDigits(payment.currency)
+  const digits = Money.minorUnitDigits(payment.currency)
   const unit = digits === 0 ? `whole ${payment.currency}` : `minor units of ${payment.currency} (1/${10 ** digits})`
   return html`${subheading("Request a refund")}
 <p class="muted">Live refunds are sent to the payment provider and stay <strong>pending</strong> until it confirms them. The payment's status — and its webhook — change only on that confirmation; the request itself sends no event.</p>

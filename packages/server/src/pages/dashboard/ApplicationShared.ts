@@ -80,12 +80,3 @@ ${options.details}
 
 /** A heading inside a card's section (sized below the card's own h2). */
 export const subheading = (text: string): Html => html`<h3 style="font-size:15px;margin:20px 0 6px">${text}</h3>`
-
-/** The number of decimals of a currency's minor unit (2 for EUR, 0 for JPY). */
-export const minorDigits = (currency: string): number => {
-  try {
-    return new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits ?? 2
-  } catch {
-    return 2
-  }
-}

@@ -3,11 +3,8 @@
  * confirmation forms. Everything goes through `html`, so every value is escaped.
  */
 import { DateTime } from "effect"
-import { formatAmount } from "../CheckoutPage.ts"
 import { type Html, html } from "../Html.ts"
 import { csrfField, type Viewer } from "./DashboardLayout.ts"
-
-export { formatAmount }
 
 /** `2026-11-22 10:04:05 UTC`: one zone for everyone, so operators and merchants read the same time. */
 export const formatTime = (value: DateTime.Utc | Date | null | undefined): string => {

@@ -3,6 +3,7 @@
  * dashboard users, and the audit log; plus the pieces the operator's application pages share with them (the page
  * frame, field messages). Templates only: every value goes through `html`, so it is escaped.
  */
+import { Money } from "@kassa/core"
 import { type Html, html } from "../Html.ts"
 import {
   accountBadge,
@@ -12,7 +13,6 @@ import {
   badge,
   field,
   filterForm,
-  formatAmount,
   formatTime,
   modeBadge,
   pageHead,
@@ -174,9 +174,9 @@ export const paymentsPage = (view: {
 <td><a href="/dashboard/apps/${payment.applicationId}/payments/${payment.id}"><code>${payment.id}</code></a></td>
 <td>${payment.orderReference}</td>
 <td>${operatorApplicationLink(payment.applicationId, payment.applicationName)}</td>
-<td class="num">${formatAmount(payment.amount, payment.currency, "en")}${
+<td class="num">${Money.format(payment.amount, payment.currency, "en")}${
       payment.refundedAmount > 0
-        ? html`<div class="hint">${formatAmount(payment.refundedAmount, payment.currency, "en")} refunded</div>`
+        ? html`<div class="hint">${Money.format(payment.refundedAmount, payment.currency, "en")} refunded</div>`
         : ""
     }</td>
 <td>${payment.method}</td>
