@@ -16,9 +16,10 @@
  * ≈ 5.1–6.4 ms per create). Where the live create's extra time goes, by experiment on a copy of the server: six more
  * round trips to PostgreSQL than a test create's two (rule 5's read, the active link, BEGIN, the provider_payments
  * INSERT, COMMIT, the UPDATE with the session); without BEGIN/COMMIT and the link lookup the ratio was 2.1–2.4.
- * With the Stripe call also stubbed out it was 1.2–1.4. The SDK call on its own, in a bare Node process, costs
- * 0.63 ms (http) and 0.73–0.95 ms (https) of CPU. Reaching 1.5 needs fewer statements on the live path, since the SDK
- * call alone is about half a test create.
+ * With the Stripe call also stubbed out it was 1.2–1.4. With the payment and its provider_payments row written by one
+ * statement (a CTE, no BEGIN/COMMIT) and the link lookup cached, it was 2.4–2.5. The SDK call on its own, in a bare
+ * Node process, costs 0.63 ms (http) and 0.73–0.95 ms (https) of CPU, about half a test create, and inside the
+ * server it costs roughly twice that. So 1.5 needs both fewer statements and a cheaper call.
  *
  * Settings: KASSA_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), KASSA_BENCH_SECONDS (10),
  * KASSA_BENCH_ROUNDS (3), KASSA_BENCH_NODE_FLAGS (replaces `npm start`'s flags; e.g. `--cpu-prof` to profile, the
