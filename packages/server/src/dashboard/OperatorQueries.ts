@@ -3,9 +3,10 @@
  * application with filters and cursor paging (newest first). The repositories answer per application; these answer
  * across them.
  */
-import type { Ids, Mode, WebhookEvent } from "@kassa/core"
-import { Context, Effect, Layer } from "effect"
+import { Delivery, Ids, Mode, type WebhookEvent } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import type { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
 
@@ -36,9 +37,23 @@ export interface DeliveryRow {
   readonly createdAt: Date
 }
 
-type Row = Readonly<Record<string, unknown>>
+/** A delivery with its event, its application's name and its last attempt. */
+const DeliveryListRow = Schema.Struct({
+  id: Ids.DeliveryId,
+  application_id: Ids.ApplicationId,
+  application_name: Schema.String,
+  event: Schema.String,
+  payment_id: Ids.PaymentId,
+  mode: Mode.Mode,
+  status: Delivery.DeliveryStatus,
+  attempts: Columns.Integer,
+  last_response_status: Columns.NullableInteger,
+  last_error: Schema.NullOr(Schema.String),
+  next_attempt_at: Columns.NullableTimestamp,
+  created_at: Columns.Timestamp
+})
 
-const dateOrNull = (value: unknown) => (value === null || value === undefined ? null : (value as Date))
+const CursorRow = Schema.Struct({ created_at: Columns.Timestamp, id: Ids.DeliveryId })
 
 export class OperatorQueries extends Context.Service<
   OperatorQueries,
@@ -60,11 +75,15 @@ export class OperatorQueries extends Context.Service<
         // deliveries.mode (0004): filtering by mode joins no event it does not show.
         if (query.mode !== undefined) clauses.push(sql`d.mode = ${query.mode}`)
         if (query.startingAfter !== undefined) {
-          const [after] = yield* sql`SELECT created_at, id FROM deliveries WHERE id = ${query.startingAfter}`
-          if (after !== undefined)
-            clauses.push(sql`(d.created_at, d.id) < (${after.created_at as Date}, ${String(after.id)}::uuid)`)
+          const after = yield* Columns.first(CursorRow)(
+            sql`SELECT created_at, id FROM deliveries WHERE id = ${query.startingAfter}`
+          )
+          if (Option.isSome(after))
+            clauses.push(
+              sql`(d.created_at, d.id) < (${DateTime.toDateUtc(after.value.created_at)}, ${after.value.id}::uuid)`
+            )
         }
-        const rows = yield* sql`
+        const rows = yield* Columns.all(DeliveryListRow)(sql`
           SELECT d.id, d.application_id, a.name AS application_name, e.event, e.payment_id, d.mode, d.status,
             d.next_attempt_at, d.created_at,
             -- Attempts are numbered 1..n per delivery (under its row lock), so the last one's number is the count.
@@ -80,22 +99,22 @@ export class OperatorQueries extends Context.Service<
           WHERE ${clauses.length === 0 ? sql`true` : sql.and(clauses)}
           ORDER BY d.created_at DESC, d.id DESC
           LIMIT ${query.limit + 1}
-        `
+        `)
         return {
           rows: rows.slice(0, query.limit).map(
-            (row: Row): DeliveryRow => ({
-              id: String(row.id),
-              applicationId: String(row.application_id),
-              applicationName: String(row.application_name),
-              event: String(row.event),
-              paymentId: String(row.payment_id),
-              mode: row.mode as Mode.Mode,
-              status: row.status as DeliveryStatus,
-              attempts: Number(row.attempts),
-              lastResponseStatus: row.last_response_status === null ? null : Number(row.last_response_status),
-              lastError: (row.last_error as string | null) ?? null,
-              nextAttemptAt: dateOrNull(row.next_attempt_at),
-              createdAt: row.created_at as Date
+            (row): DeliveryRow => ({
+              id: row.id,
+              applicationId: row.application_id,
+              applicationName: row.application_name,
+              event: row.event,
+              paymentId: row.payment_id,
+              mode: row.mode,
+              status: row.status,
+              attempts: row.attempts,
+              lastResponseStatus: row.last_response_status,
+              lastError: row.last_error,
+              nextAttemptAt: row.next_attempt_at === null ? null : DateTime.toDateUtc(row.next_attempt_at),
+              createdAt: DateTime.toDateUtc(row.created_at)
             })
           ),
           hasMore: rows.length > query.limit
