@@ -357,12 +357,14 @@ export class Payments extends Context.Service<
 
       type OpenAnswer = Result.Result<Payment.Payment, ApiError.ProviderError | ApiError.IdempotencyRequestInProgress>
 
-      const notOpenedError = (id: Ids.PaymentId, said: "NoAnswer" | "Refused") =>
+      const notOpenedError = (id: Ids.PaymentId, said: "NoAnswer" | "Refused" | "NotOpened") =>
         new ApiError.ProviderError({
           message:
             said === "NoAnswer"
               ? "The payment provider did not answer; the payment is stored as failed. Create a new one to retry."
-              : "The payment provider refused the payment; it is stored as failed. Create a new one to retry.",
+              : said === "Refused"
+                ? "The payment provider refused the payment; it is stored as failed. Create a new one to retry."
+                : "The payment provider did not open a checkout; the payment is stored as failed. Create a new one to retry.",
           payment_id: id
         })
 
@@ -378,7 +380,7 @@ export class Payments extends Context.Service<
         if (Option.isNone(checkout) || checkout.value.state === "open") {
           return Result.succeed(stored.payment) as OpenAnswer
         }
-        if (checkout.value.state === "not_opened") return Result.fail(notOpenedError(id, "Refused")) as OpenAnswer
+        if (checkout.value.state === "not_opened") return Result.fail(notOpenedError(id, "NotOpened")) as OpenAnswer
         return Result.fail(cleaningUp()) as OpenAnswer
       })
 
@@ -466,7 +468,8 @@ export class Payments extends Context.Service<
           case "open":
             return Result.succeed(stored.payment) as OpenAnswer
           case "not_opened":
-            return Result.fail(notOpenedError(stored.payment.id, "Refused")) as OpenAnswer
+            // Found later (a retry after a crash): what the provider said is not known here, only the outcome.
+            return Result.fail(notOpenedError(stored.payment.id, "NotOpened")) as OpenAnswer
           case "opening": {
             if (checkout.closing !== null) return Result.fail(cleaningUp()) as OpenAnswer
             if (claim.commitFirst !== null) {
