@@ -9,9 +9,10 @@ import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
+import type { HttpClientResponse } from "effect/http"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import { type OperatorSettings as Connection, call, type OperatorClient } from "../Operator.ts"
+import { type OperatorSettings as Connection, call, type Endpoint, type OperatorClient } from "../Operator.ts"
 import { fields, output, reporting, table } from "../Output.ts"
 import * as Settings from "../Settings.ts"
 
@@ -160,6 +161,18 @@ const settingsBody = (input: SettingInput) =>
     })
   )
 
+/** Sends one call and prints its answer: JSON with `--json`, else `render` of it; a failure is reported. */
+const answer = <A>(
+  input: Connection & { readonly json: boolean },
+  at: Endpoint,
+  send: (client: OperatorClient) => Effect.Effect<HttpClientResponse.HttpClientResponse, unknown>,
+  render: (value: A) => string
+) =>
+  call<A>(input, at, send).pipe(
+    Effect.flatMap((value) => output(input.json, value, render)),
+    reporting(input.json)
+  )
+
 // --- apps ------------------------------------------------------------------------------------------------------------
 
 const appsCreate = Command.make(
@@ -170,54 +183,47 @@ const appsCreate = Command.make(
     ...settingFlags
   },
   (input) =>
-    call<typeof OperatorSchemas.ApplicationCreated.Encoded>(input, "operatorApplications.create", (client) =>
-      client.operatorApplications.create({
-        payload: { name: input.name, ...settingsBody(input) } as Request<"operatorApplications", "create">["payload"],
-        responseMode: "response-only"
-      })
-    ).pipe(
-      Effect.flatMap((created) =>
-        output(
-          input.json,
-          created,
-          ({ application, webhook_secret }) =>
-            `${renderApplication(application)}\n${fields([["Webhook secret", webhook_secret]])}\n\nThe webhook secret is shown this once.`
-        )
-      ),
-      reporting(input.json)
+    answer<typeof OperatorSchemas.ApplicationCreated.Encoded>(
+      input,
+      "operatorApplications.create",
+      (client) =>
+        client.operatorApplications.create({
+          payload: { name: input.name, ...settingsBody(input) } as Request<"operatorApplications", "create">["payload"],
+          responseMode: "response-only"
+        }),
+      ({ application, webhook_secret }) =>
+        `${renderApplication(application)}\n${fields([["Webhook secret", webhook_secret]])}\n\nThe webhook secret is shown this once.`
     )
 ).pipe(Command.withDescription("Create an application (status pending_review unless --status says otherwise)"))
 
 const appsList = Command.make("list", Settings.operator, (input) =>
-  call<typeof OperatorSchemas.ApplicationList.Encoded>(input, "operatorApplications.list", (client) =>
-    client.operatorApplications.list({ responseMode: "response-only" })
-  ).pipe(
-    Effect.flatMap((page) =>
-      output(input.json, page, ({ data }) =>
-        data.length === 0
-          ? "No applications."
-          : table(
-              [
-                ["id", "ID"],
-                ["name", "Name"],
-                ["status", "Status"],
-                ["webhook_url", "Webhook URL"],
-                ["created_at", "Created at"]
-              ],
-              data
-            )
-      )
-    ),
-    reporting(input.json)
+  answer<typeof OperatorSchemas.ApplicationList.Encoded>(
+    input,
+    "operatorApplications.list",
+    (client) => client.operatorApplications.list({ responseMode: "response-only" }),
+    ({ data }) =>
+      data.length === 0
+        ? "No applications."
+        : table(
+            [
+              ["id", "ID"],
+              ["name", "Name"],
+              ["status", "Status"],
+              ["webhook_url", "Webhook URL"],
+              ["created_at", "Created at"]
+            ],
+            data
+          )
   )
 ).pipe(Command.withDescription("List every application, oldest first"))
 
 const appsShow = Command.make("show", { ...Settings.operator, applicationId }, (input) =>
-  call<Application>(input, "operatorApplications.retrieve", (client) =>
-    client.operatorApplications.retrieve({ params: { id: input.applicationId }, responseMode: "response-only" })
-  ).pipe(
-    Effect.flatMap((application) => output(input.json, application, renderApplication)),
-    reporting(input.json)
+  answer<Application>(
+    input,
+    "operatorApplications.retrieve",
+    (client) =>
+      client.operatorApplications.retrieve({ params: { id: input.applicationId }, responseMode: "response-only" }),
+    renderApplication
   )
 ).pipe(Command.withDescription("Show an application and its settings"))
 
@@ -230,18 +236,19 @@ const appsUpdate = Command.make(
     ...settingFlags
   },
   (input) =>
-    call<Application>(input, "operatorApplications.update", (client) =>
-      client.operatorApplications.update({
-        params: { id: input.applicationId },
-        payload: { ...some("name", input.name), ...settingsBody(input) } as Request<
-          "operatorApplications",
-          "update"
-        >["payload"],
-        responseMode: "response-only"
-      })
-    ).pipe(
-      Effect.flatMap((application) => output(input.json, application, renderApplication)),
-      reporting(input.json)
+    answer<Application>(
+      input,
+      "operatorApplications.update",
+      (client) =>
+        client.operatorApplications.update({
+          params: { id: input.applicationId },
+          payload: { ...some("name", input.name), ...settingsBody(input) } as Request<
+            "operatorApplications",
+            "update"
+          >["payload"],
+          responseMode: "response-only"
+        }),
+      renderApplication
     )
 ).pipe(Command.withDescription("Change an application's settings; only the flags given change"))
 
@@ -260,42 +267,43 @@ const keysCreate = Command.make(
     mode: Flag.Literals("mode", ["test", "live"]).pipe(Flag.withDescription("A test or a live key"))
   },
   (input) =>
-    call<IssuedApiKey>(input, "operatorKeys.create", (client) =>
-      client.operatorKeys.create({
-        params: { id: input.applicationId },
-        payload: { mode: input.mode },
-        responseMode: "response-only"
-      })
-    ).pipe(
-      Effect.flatMap((key) => output(input.json, key, renderIssuedKey)),
-      reporting(input.json)
+    answer<IssuedApiKey>(
+      input,
+      "operatorKeys.create",
+      (client) =>
+        client.operatorKeys.create({
+          params: { id: input.applicationId },
+          payload: { mode: input.mode },
+          responseMode: "response-only"
+        }),
+      renderIssuedKey
     )
 ).pipe(Command.withDescription("Issue an API key; the key is shown this once"))
 
 const keysList = Command.make("list", { ...Settings.operator, applicationId }, (input) =>
-  call<typeof OperatorSchemas.ApiKeyList.Encoded>(input, "operatorKeys.list", (client) =>
-    client.operatorKeys.list({ params: { id: input.applicationId }, responseMode: "response-only" })
-  ).pipe(
-    Effect.flatMap((page) => output(input.json, page, ({ data }) => renderKeys(data))),
-    reporting(input.json)
+  answer<typeof OperatorSchemas.ApiKeyList.Encoded>(
+    input,
+    "operatorKeys.list",
+    (client) => client.operatorKeys.list({ params: { id: input.applicationId }, responseMode: "response-only" }),
+    ({ data }) => renderKeys(data)
   )
 ).pipe(Command.withDescription("List an application's keys (display form only), revoked ones included"))
 
 const keysRoll = Command.make("roll", { ...Settings.operator, keyId }, (input) =>
-  call<IssuedApiKey>(input, "operatorKeys.roll", (client) =>
-    client.operatorKeys.roll({ params: { key_id: input.keyId }, responseMode: "response-only" })
-  ).pipe(
-    Effect.flatMap((key) => output(input.json, key, renderIssuedKey)),
-    reporting(input.json)
+  answer<IssuedApiKey>(
+    input,
+    "operatorKeys.roll",
+    (client) => client.operatorKeys.roll({ params: { key_id: input.keyId }, responseMode: "response-only" }),
+    renderIssuedKey
   )
 ).pipe(Command.withDescription("Replace a key with a new one of the same mode; the old one stops working"))
 
 const keysRevoke = Command.make("revoke", { ...Settings.operator, keyId }, (input) =>
-  call<ApiKey>(input, "operatorKeys.revoke", (client) =>
-    client.operatorKeys.revoke({ params: { key_id: input.keyId }, responseMode: "response-only" })
-  ).pipe(
-    Effect.flatMap((key) => output(input.json, key, (revoked) => `Revoked.\n\n${renderKeys([revoked])}`)),
-    reporting(input.json)
+  answer<ApiKey>(
+    input,
+    "operatorKeys.revoke",
+    (client) => client.operatorKeys.revoke({ params: { key_id: input.keyId }, responseMode: "response-only" }),
+    (revoked) => `Revoked.\n\n${renderKeys([revoked])}`
   )
 ).pipe(Command.withDescription("Revoke a key"))
 
@@ -364,21 +372,22 @@ const deliveriesList = Command.make(
       ...some("payment_id", input.paymentId),
       ...some("mode", input.mode)
     } as Request<"operatorDeliveries", "list">["query"]
-    return call<typeof OperatorSchemas.DeliveryList.Encoded>(input, "operatorDeliveries.list", (client) =>
-      client.operatorDeliveries.list({ params: { id: input.applicationId }, query, responseMode: "response-only" })
-    ).pipe(
-      Effect.flatMap((page) => output(input.json, page, ({ data, has_more }) => renderDeliveries(data, has_more))),
-      reporting(input.json)
+    return answer<typeof OperatorSchemas.DeliveryList.Encoded>(
+      input,
+      "operatorDeliveries.list",
+      (client) =>
+        client.operatorDeliveries.list({ params: { id: input.applicationId }, query, responseMode: "response-only" }),
+      ({ data, has_more }) => renderDeliveries(data, has_more)
     )
   }
 ).pipe(Command.withDescription("List an application's webhook deliveries, newest first, one page"))
 
 const deliveriesResend = Command.make("resend", { ...Settings.operator, deliveryId }, (input) =>
-  call<Delivery>(input, "operatorDeliveries.resend", (client) =>
-    client.operatorDeliveries.resend({ params: { id: input.deliveryId }, responseMode: "response-only" })
-  ).pipe(
-    Effect.flatMap((delivery) => output(input.json, delivery, (resent) => `Resending.\n\n${renderDelivery(resent)}`)),
-    reporting(input.json)
+  answer<Delivery>(
+    input,
+    "operatorDeliveries.resend",
+    (client) => client.operatorDeliveries.resend({ params: { id: input.deliveryId }, responseMode: "response-only" }),
+    (resent) => `Resending.\n\n${renderDelivery(resent)}`
   )
 ).pipe(Command.withDescription("Send a delivery again now, whatever its status"))
 
@@ -463,11 +472,11 @@ const usersCreate = Command.make(
 ).pipe(Command.withDescription("Create a dashboard user"))
 
 const usersList = Command.make("list", { ...Settings.operator }, (input) =>
-  call<typeof OperatorSchemas.UserList.Encoded>(input, "operatorUsers.list", (client) =>
-    client.operatorUsers.list({ responseMode: "response-only" })
-  ).pipe(
-    Effect.flatMap((page) => output(input.json, page, ({ data }) => renderUsers(data))),
-    reporting(input.json)
+  answer<typeof OperatorSchemas.UserList.Encoded>(
+    input,
+    "operatorUsers.list",
+    (client) => client.operatorUsers.list({ responseMode: "response-only" }),
+    ({ data }) => renderUsers(data)
   )
 ).pipe(Command.withDescription("List dashboard users with their roles"))
 
@@ -484,15 +493,16 @@ const usersGrant = Command.make(
     )
   },
   (input) =>
-    call<User>(input, "operatorUsers.setMembership", (client) =>
-      client.operatorUsers.setMembership({
-        params: { id: input.userId, application_id: input.application },
-        payload: { role: input.role },
-        responseMode: "response-only"
-      })
-    ).pipe(
-      Effect.flatMap((user) => output(input.json, user, (updated) => renderUsers([updated]))),
-      reporting(input.json)
+    answer<User>(
+      input,
+      "operatorUsers.setMembership",
+      (client) =>
+        client.operatorUsers.setMembership({
+          params: { id: input.userId, application_id: input.application },
+          payload: { role: input.role },
+          responseMode: "response-only"
+        }),
+      (updated) => renderUsers([updated])
     )
 ).pipe(Command.withDescription("Give a user a role in an application (replaces their role there)"))
 
@@ -500,14 +510,15 @@ const usersRemove = Command.make(
   "remove",
   { ...Settings.operator, userId, application: membershipApplication },
   (input) =>
-    call<User>(input, "operatorUsers.removeMembership", (client) =>
-      client.operatorUsers.removeMembership({
-        params: { id: input.userId, application_id: input.application },
-        responseMode: "response-only"
-      })
-    ).pipe(
-      Effect.flatMap((user) => output(input.json, user, (updated) => renderUsers([updated]))),
-      reporting(input.json)
+    answer<User>(
+      input,
+      "operatorUsers.removeMembership",
+      (client) =>
+        client.operatorUsers.removeMembership({
+          params: { id: input.userId, application_id: input.application },
+          responseMode: "response-only"
+        }),
+      (updated) => renderUsers([updated])
     )
 ).pipe(Command.withDescription("Remove a user from an application"))
 
@@ -583,27 +594,24 @@ const audit = Command.make(
       ...some("limit", input.limit),
       ...some("application_id", input.application)
     } as Request<"operatorUsers", "audit">["query"]
-    return call<typeof OperatorSchemas.AuditList.Encoded>(input, "operatorUsers.audit", (client) =>
-      client.operatorUsers.audit({ query, responseMode: "response-only" })
-    ).pipe(
-      Effect.flatMap((page) =>
-        output(input.json, page, ({ data }) =>
-          data.length === 0
-            ? "No entries."
-            : table(
-                [
-                  ["at", "At"],
-                  ["actor", "Actor"],
-                  ["action", "Action"],
-                  ["application_id", "Application"],
-                  ["target", "Target"],
-                  ["ip", "Address"]
-                ],
-                data
-              )
-        )
-      ),
-      reporting(input.json)
+    return answer<typeof OperatorSchemas.AuditList.Encoded>(
+      input,
+      "operatorUsers.audit",
+      (client) => client.operatorUsers.audit({ query, responseMode: "response-only" }),
+      ({ data }) =>
+        data.length === 0
+          ? "No entries."
+          : table(
+              [
+                ["at", "At"],
+                ["actor", "Actor"],
+                ["action", "Action"],
+                ["application_id", "Application"],
+                ["target", "Target"],
+                ["ip", "Address"]
+              ],
+              data
+            )
     )
   }
 ).pipe(Command.withDescription("The audit log: every dashboard and operator action, newest first"))
@@ -636,22 +644,17 @@ const providerLink = Command.make(
     )
   },
   (input) =>
-    call<ProviderLink>(input, "operatorProviderAccounts.link", (client) =>
-      client.operatorProviderAccounts.link({
-        params: { id: input.applicationId },
-        payload: { provider: "stripe", secret_key: Redacted.value(input.secretKey) },
-        responseMode: "response-only"
-      })
-    ).pipe(
-      Effect.flatMap((link) =>
-        output(
-          input.json,
-          link,
-          (linked) =>
-            `${renderLink(linked)}\n\nLinked. The key is stored encrypted and shown only as ${linked.key_display} from now on.`
-        )
-      ),
-      reporting(input.json)
+    answer<ProviderLink>(
+      input,
+      "operatorProviderAccounts.link",
+      (client) =>
+        client.operatorProviderAccounts.link({
+          params: { id: input.applicationId },
+          payload: { provider: "stripe", secret_key: Redacted.value(input.secretKey) },
+          responseMode: "response-only"
+        }),
+      (linked) =>
+        `${renderLink(linked)}\n\nLinked. The key is stored encrypted and shown only as ${linked.key_display} from now on.`
     )
 ).pipe(
   Command.withDescription(
@@ -660,27 +663,23 @@ const providerLink = Command.make(
 )
 
 const providerShow = Command.make("show", { ...Settings.operator, applicationId }, (input) =>
-  call<ProviderLink>(input, "operatorProviderAccounts.show", (client) =>
-    client.operatorProviderAccounts.show({ params: { id: input.applicationId }, responseMode: "response-only" })
-  ).pipe(
-    Effect.flatMap((link) => output(input.json, link, renderLink)),
-    reporting(input.json)
+  answer<ProviderLink>(
+    input,
+    "operatorProviderAccounts.show",
+    (client) =>
+      client.operatorProviderAccounts.show({ params: { id: input.applicationId }, responseMode: "response-only" }),
+    renderLink
   )
 ).pipe(Command.withDescription("Show the application's linked Stripe account (not_found when none)"))
 
 const providerRetire = Command.make("retire", { ...Settings.operator, applicationId }, (input) =>
-  call<ProviderLink>(input, "operatorProviderAccounts.retire", (client) =>
-    client.operatorProviderAccounts.retire({ params: { id: input.applicationId }, responseMode: "response-only" })
-  ).pipe(
-    Effect.flatMap((link) =>
-      output(
-        input.json,
-        link,
-        (retired) =>
-          `${renderLink(retired)}\n\nRetired: new live payments are refused until another account is linked; payments it opened still settle.`
-      )
-    ),
-    reporting(input.json)
+  answer<ProviderLink>(
+    input,
+    "operatorProviderAccounts.retire",
+    (client) =>
+      client.operatorProviderAccounts.retire({ params: { id: input.applicationId }, responseMode: "response-only" }),
+    (retired) =>
+      `${renderLink(retired)}\n\nRetired: new live payments are refused until another account is linked; payments it opened still settle.`
   )
 ).pipe(Command.withDescription("Retire the application's linked Stripe account"))
 
@@ -703,36 +702,35 @@ const paymentsRefund = Command.make(
     reason: Flag.String("reason").pipe(Flag.withDescription("Why, at most 255 characters"), Flag.optional)
   },
   (input) =>
-    call<typeof Payment.Payment.Encoded>(input, "operatorPayments.refund", (client) =>
-      client.operatorPayments.refund({
-        params: { id: input.paymentId },
-        payload: { ...some("amount", input.amount), ...some("reason", input.reason) } as Request<
-          "operatorPayments",
-          "refund"
-        >["payload"],
-        responseMode: "response-only"
-      })
-    ).pipe(
-      Effect.flatMap((payment) =>
-        output(input.json, payment, (refunded) => {
-          const newest = refunded.refunds.at(-1)
-          const outcome =
-            newest?.status === "succeeded"
-              ? "Stripe refunded it."
-              : newest?.status === "failed"
-                ? "Stripe refused it; the amount is refundable again."
-                : "Stripe has not answered yet; Kassa asks again in the background (the refund stays pending)."
-          return `${fields([
-            ["Payment", refunded.id],
-            ["Status", refunded.status],
-            ["Refunded", `${refunded.refunded_amount} of ${refunded.amount} ${refunded.currency} (minor units)`],
-            ["Refund", newest?.id ?? null],
-            ["Refund status", newest?.status ?? null],
-            ["Refund amount", newest === undefined ? null : String(newest.amount)]
-          ])}\n\n${outcome}`
-        })
-      ),
-      reporting(input.json)
+    answer<typeof Payment.Payment.Encoded>(
+      input,
+      "operatorPayments.refund",
+      (client) =>
+        client.operatorPayments.refund({
+          params: { id: input.paymentId },
+          payload: { ...some("amount", input.amount), ...some("reason", input.reason) } as Request<
+            "operatorPayments",
+            "refund"
+          >["payload"],
+          responseMode: "response-only"
+        }),
+      (refunded) => {
+        const newest = refunded.refunds.at(-1)
+        const outcome =
+          newest?.status === "succeeded"
+            ? "Stripe refunded it."
+            : newest?.status === "failed"
+              ? "Stripe refused it; the amount is refundable again."
+              : "Stripe has not answered yet; Kassa asks again in the background (the refund stays pending)."
+        return `${fields([
+          ["Payment", refunded.id],
+          ["Status", refunded.status],
+          ["Refunded", `${refunded.refunded_amount} of ${refunded.amount} ${refunded.currency} (minor units)`],
+          ["Refund", newest?.id ?? null],
+          ["Refund status", newest?.status ?? null],
+          ["Refund amount", newest === undefined ? null : String(newest.amount)]
+        ])}\n\n${outcome}`
+      }
     )
 ).pipe(
   Command.withDescription(
