@@ -200,14 +200,13 @@ describe("timeouts and aborts", () => {
   })
 
   it("an AbortSignal also ends the wait between retries", async () => {
-    env.proxy.script(envelope(409, { code: "payment_busy", message: "Busy." }, { "retry-after": "30" }))
+    // 60 s is the longest Retry-After the SDK waits out, twice the test's own time limit: only the abort can end it.
+    env.proxy.script(envelope(409, { code: "payment_busy", message: "Busy." }, { "retry-after": "60" }))
     const created = await direct().payments.create({ amount: 1000, order_reference: reference() })
-    const started = Date.now()
     const error = await kassa()
       .payments.cancel(created.id, { signal: AbortSignal.timeout(200) })
       .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(RequestAbortedError)
-    expect(Date.now() - started).toBeLessThan(5000)
     expect(env.proxy.requests).toHaveLength(1)
     expect((await direct().payments.get(created.id)).status).toBe("pending")
   })
