@@ -127,6 +127,12 @@ export interface Row<T extends string = string> {
   /** The one status the code is answered with (decisions.md, "One status per code"); `http_error` carries its own. */
   readonly status: number
   readonly retry: Retry
+  /**
+   * Whether an answer with this code is stored under its `Idempotency-Key` and replayed (decisions §4): false for
+   * answers that say nothing final about the request (it may succeed when retried) and for those of a layer in front
+   * of the endpoint (authentication, rate limit, transport, the idempotency layer's own answers).
+   */
+  readonly stored: boolean
   /** What the code means, for the OpenAPI document and the SDK's documentation. */
   readonly description: string
 }
@@ -145,6 +151,7 @@ export const catalogue = rows({
     code: "unauthenticated",
     status: 401,
     retry: "never",
+    stored: false,
     description: "No `Authorization: Bearer` header, or an empty token."
   },
   InvalidApiKey: {
@@ -152,6 +159,7 @@ export const catalogue = rows({
     code: "invalid_api_key",
     status: 401,
     retry: "never",
+    stored: false,
     description: "Key unknown, revoked or rolled."
   },
   ApplicationDisabled: {
@@ -159,6 +167,7 @@ export const catalogue = rows({
     code: "application_disabled",
     status: 403,
     retry: "never",
+    stored: false,
     description: "The application is switched off."
   },
   ApplicationPendingReview: {
@@ -166,6 +175,7 @@ export const catalogue = rows({
     code: "application_pending_review",
     status: 403,
     retry: "never",
+    stored: false,
     description: "The application is not yet activated."
   },
   ApplicationSuspended: {
@@ -173,6 +183,7 @@ export const catalogue = rows({
     code: "application_suspended",
     status: 403,
     retry: "never",
+    stored: false,
     description: "The application is suspended."
   },
   IpNotAllowed: {
@@ -180,6 +191,7 @@ export const catalogue = rows({
     code: "ip_not_allowed",
     status: 403,
     retry: "never",
+    stored: false,
     description: "The request came from an address outside the application's IP allow-list."
   },
   // 404 / 409
@@ -188,6 +200,7 @@ export const catalogue = rows({
     code: "not_found",
     status: 404,
     retry: "never",
+    stored: true,
     description: "No payment with this id for this application in this mode, or an unknown path."
   },
   OrderReferenceAlreadyPaid: {
@@ -195,6 +208,7 @@ export const catalogue = rows({
     code: "order_reference_already_paid",
     status: 409,
     retry: "never",
+    stored: true,
     description: "The `order_reference` already has a pending, paid or refunded payment; `payment_id` names it."
   },
   IdempotencyKeyReused: {
@@ -202,6 +216,7 @@ export const catalogue = rows({
     code: "idempotency_key_reused",
     status: 409,
     retry: "never",
+    stored: false,
     description: "The `Idempotency-Key` was used before with a different body or on another endpoint."
   },
   // Decisions §4 also wants `Retry-After: 1`, but HttpApi refuses a response with headers next to other responses of
@@ -211,6 +226,7 @@ export const catalogue = rows({
     code: "idempotency_request_in_progress",
     status: 409,
     retry: "wait",
+    stored: false,
     description:
       "The first request with this `Idempotency-Key` is still running; retry after `Retry-After` (1) seconds."
   },
@@ -219,6 +235,7 @@ export const catalogue = rows({
     code: "payment_not_cancellable",
     status: 409,
     retry: "never",
+    stored: true,
     description: "Only a pending payment can be cancelled; `status` is the payment's current status."
   },
   PaymentNotRefundable: {
@@ -226,6 +243,7 @@ export const catalogue = rows({
     code: "payment_not_refundable",
     status: 409,
     retry: "never",
+    stored: true,
     description: "Only a paid or partially refunded payment can be refunded; `status` is the payment's current status."
   },
   PaymentNotPending: {
@@ -233,6 +251,7 @@ export const catalogue = rows({
     code: "payment_not_pending",
     status: 409,
     retry: "never",
+    stored: true,
     description: "Only a pending payment can be simulated; `status` is the payment's current status."
   },
   PaymentBusy: {
@@ -240,6 +259,7 @@ export const catalogue = rows({
     code: "payment_busy",
     status: 409,
     retry: "wait",
+    stored: false,
     description: "The payment is being updated at this moment; retry after a few seconds."
   },
   // 422
@@ -248,6 +268,7 @@ export const catalogue = rows({
     code: "validation_failed",
     status: 422,
     retry: "never",
+    stored: true,
     description:
       "One or more fields are invalid; `fields` maps each invalid field to its messages, all reported at once."
   },
@@ -256,6 +277,7 @@ export const catalogue = rows({
     code: "method_required",
     status: 422,
     retry: "never",
+    stored: true,
     description: "The application offers several methods and `method` was not sent."
   },
   MethodNotEnabled: {
@@ -263,6 +285,7 @@ export const catalogue = rows({
     code: "method_not_enabled",
     status: 422,
     retry: "never",
+    stored: true,
     description: "The method is not enabled for the application, or none is."
   },
   AmountBelowMinimum: {
@@ -270,6 +293,7 @@ export const catalogue = rows({
     code: "amount_below_minimum",
     status: 422,
     retry: "never",
+    stored: true,
     description: "`amount` is below the application's minimum, given as `min_amount`."
   },
   AmountAboveMaximum: {
@@ -277,6 +301,7 @@ export const catalogue = rows({
     code: "amount_above_maximum",
     status: 422,
     retry: "never",
+    stored: true,
     description: "`amount` is above the application's maximum, given as `max_amount`."
   },
   ReturnUrlNotAllowed: {
@@ -284,6 +309,7 @@ export const catalogue = rows({
     code: "return_url_not_allowed",
     status: 422,
     retry: "never",
+    stored: true,
     description: "The host of `return_url` differs from the application's return-URL host."
   },
   RefundAmountExceedsRefundable: {
@@ -291,6 +317,7 @@ export const catalogue = rows({
     code: "refund_amount_exceeds_refundable",
     status: 422,
     retry: "never",
+    stored: true,
     description: "The refund is larger than what remains refundable, given as `refundable_amount`."
   },
   RefundsProcessedManually: {
@@ -298,6 +325,7 @@ export const catalogue = rows({
     code: "refunds_processed_manually",
     status: 422,
     retry: "never",
+    stored: true,
     description: "A live key asked for a refund; live refunds are requested from the dashboard (see `docs_url`)."
   },
   // 429: `Retry-After` in whole seconds (decisions §5)
@@ -306,6 +334,7 @@ export const catalogue = rows({
     code: "rate_limited",
     status: 429,
     retry: "wait",
+    stored: false,
     description: "More requests in a minute than this key may make; retry after `Retry-After` seconds."
   },
   // 5xx
@@ -314,6 +343,7 @@ export const catalogue = rows({
     code: "provider_error",
     status: 502,
     retry: "never",
+    stored: true,
     description:
       "The provider refused or did not answer. On create the payment now exists as `failed`, named by `payment_id`."
   },
@@ -322,6 +352,7 @@ export const catalogue = rows({
     code: "server_error",
     status: 500,
     retry: "backoff",
+    stored: false,
     description: "A failure on the service side."
   },
   // The specification's "other": the status is the answer's own (`httpStatus`: 400, 405, 413, 415, and Node's own
@@ -331,6 +362,7 @@ export const catalogue = rows({
     code: "http_error",
     status: 400,
     retry: "never",
+    stored: false,
     description:
       "Any other HTTP error: 400 body is not JSON, 405 wrong method, 413 body too large, 415 body not sent as JSON."
   }

@@ -21,6 +21,7 @@
  * @since 0.1.0
  */
 import { Data, DateTime, Duration, Option, Schema } from "effect"
+import { catalogue } from "../errors/ApiError.ts"
 
 /** How long a request may hold its key without an answer before a retry may take the work over. */
 export const lockTimeout: Duration.Duration = Duration.seconds(60)
@@ -113,27 +114,12 @@ export const decide = (request: IdempotentRequest, stored: Option.Option<Idempot
   return IdempotencyDecision.TakeOver({ previousLock: record.lockedAt })
 }
 
-/**
- * Error codes whose answers are never stored: they say nothing final about the request (it may succeed when
- * retried), or they come from a layer in front of the endpoint.
- */
-export const neverStoredCodes: ReadonlySet<string> = new Set([
-  "server_error",
-  "idempotency_request_in_progress",
-  // The idempotency layer's own answer about someone else's record; storing it would overwrite that record.
-  "idempotency_key_reused",
-  "payment_busy",
-  "rate_limited",
-  "unauthenticated",
-  "invalid_api_key",
-  "application_disabled",
-  "application_pending_review",
-  "application_suspended",
-  "ip_not_allowed",
-  // Transport errors (body not JSON, too large, wrong content type, wrong method) are decided before the body is
-  // parsed and fingerprinted, so they are not answers of the endpoint.
-  "http_error"
-])
+/** Error codes whose answers are never stored: the catalogue's `stored: false` rows. */
+export const neverStoredCodes: ReadonlySet<string> = new Set(
+  Object.values(catalogue)
+    .filter((row) => !row.stored)
+    .map((row) => row.code)
+)
 
 /**
  * Whether an answer is stored for replay: every final answer of the endpoint — 2xx, the business 4xx errors and
