@@ -81,6 +81,7 @@ describe.each(databases)("the dashboard's view of Stripe on %s", (database) => {
     const page = await client.get(`/dashboard/apps/${linked.application.id}/payments/${payment.id}`)
     expect(page.status, page.html).toBe(200)
     expect(page.html).toContain("At Stripe")
+    expect(page.html).toContain("<dt>Checkout session</dt><dd>opened at Stripe</dd>")
     expect(page.html).toContain(payment.sessionId)
     expect(page.html).toContain(payment.paymentIntentId)
     expect(page.html).toContain("&#60;script&#62;alert(1)&#60;/script&#62;")

@@ -69,11 +69,19 @@ ${pager(providerPath, {}, view.overdueNext, { cursor: "overdue_before", label: "
   )
 }
 
+// The provider row's `state` tells whether Kassa opened a checkout there, not how the payment stands (a paid
+// payment's session stays "open" in that sense): say so in words.
+const checkoutState: Record<string, string> = {
+  opening: "being opened (Stripe has not answered yet)",
+  open: "opened at Stripe",
+  not_opened: "not opened"
+}
+
 /** The "At Stripe" card of a live payment's page. */
 export const providerSection = (provider: ProviderPaymentView): Html => html`<div class="card">
 <h2>At Stripe</h2>
 <dl class="summary">
-<dt>Checkout</dt><dd>${provider.state.replace(/_/g, " ")}</dd>
+<dt>Checkout session</dt><dd>${checkoutState[provider.state] ?? provider.state}</dd>
 <dt>Session id</dt><dd>${provider.sessionId === null ? html`<span class="muted">—</span>` : html`<code>${provider.sessionId}</code>`}</dd>
 <dt>Payment intent id</dt><dd>${provider.paymentIntentId === null ? html`<span class="muted">—</span>` : html`<code>${provider.paymentIntentId}</code>`}</dd>
 <dt>Last read</dt><dd>${formatTime(provider.lastReadAt)}</dd>
