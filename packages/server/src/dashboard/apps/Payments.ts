@@ -157,7 +157,15 @@ const requestRefund = Effect.gen(function* () {
       reason: reason.length === 0 ? null : reason
     }
   })
-  return yield* redirectHere(`/payments/${before.id}`, "refund_requested")
+  // Stripe often confirms at once: say what it answered, not that an answer is awaited.
+  const refund = requested.success.payment.refunds.find(({ id }) => id === requested.success.refundId)
+  const notice =
+    refund?.status === "succeeded"
+      ? "refund_succeeded"
+      : refund?.status === "failed"
+        ? "refund_failed"
+        : "refund_requested"
+  return yield* redirectHere(`/payments/${before.id}`, notice)
 })
 
 const base = "/dashboard/apps/:id/payments"

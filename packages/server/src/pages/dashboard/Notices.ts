@@ -37,6 +37,8 @@ const notices: Readonly<Record<string, Notice>> = {
   test_sent: html`Test event sent: a test payment was created and paid, so its <code>payment.paid</code> event is on its way. Follow it under <a href="deliveries">Deliveries</a>.`,
   resent: html`Resend started: one manual attempt with a fresh signature is being made now. Reload to see its result.`,
   refund_requested: html`Refund requested. It is pending until the provider confirms it; the payment's status and webhooks change only then.`,
+  refund_succeeded: html`Refunded: the provider confirmed the refund. The payment's status and its webhook have changed.`,
+  refund_failed: html`The provider refused the refund: nothing was refunded, and the amount can be refunded again.`,
   member_added: "The member is saved: they can open this application's dashboard with their role now.",
   role_changed: "The role is changed. It applies to their next page.",
   role_unchanged: "Nothing changed: the member already had this role.",
