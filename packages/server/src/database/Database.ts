@@ -3,7 +3,7 @@
  * unset. Either way the server gets the same `SqlClient` (`@effect/sql-pg`) and a migrated schema.
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { PgMigrator } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { ServerConfig, type ServerSettings } from "../config/ServerConfig.ts"
@@ -16,6 +16,7 @@ import live from "./migrations/0005_live.ts"
 import liveCheckout from "./migrations/0006_live_checkout.ts"
 import retention from "./migrations/0007_retention.ts"
 import traceContext from "./migrations/0009_trace_context.ts"
+import * as ObservedPgClient from "./ObservedPgClient.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
 export const migrations = PgMigrator.fromRecord({
@@ -59,7 +60,7 @@ const networkOptions = (config: ServerSettings) => {
 const embeddedClient = Layer.unwrap(
   Effect.gen(function* () {
     const embedded = yield* EmbeddedPostgres
-    return PgClient.layer({
+    return ObservedPgClient.layer({
       ...clientOptions,
       host: embedded.host,
       port: embedded.port,
@@ -79,7 +80,12 @@ export const layer = Layer.unwrap(
     const config = yield* ServerConfig
     const client = Option.match(config.databaseUrl, {
       onSome: (url) =>
-        PgClient.layer({ ...clientOptions, ...networkOptions(config), url, maxConnections: config.databasePoolSize }),
+        ObservedPgClient.layer({
+          ...clientOptions,
+          ...networkOptions(config),
+          url,
+          maxConnections: config.databasePoolSize
+        }),
       onNone: () => embeddedClient.pipe(Layer.provide(EmbeddedPostgres.layer(config.dataDir)))
     })
     // Migrated at start unless KASSA_MIGRATE=false (`kassa serve --no-migrate`); either way the schema must then be
@@ -100,7 +106,12 @@ export const clientLayer = Layer.unwrap(
     const config = yield* ServerConfig
     return Option.match(config.databaseUrl, {
       onSome: (url) =>
-        PgClient.layer({ ...clientOptions, ...networkOptions(config), url, maxConnections: config.databasePoolSize }),
+        ObservedPgClient.layer({
+          ...clientOptions,
+          ...networkOptions(config),
+          url,
+          maxConnections: config.databasePoolSize
+        }),
       onNone: () => embeddedClient.pipe(Layer.provide(EmbeddedPostgres.layer(config.dataDir)))
     })
   })

@@ -62,6 +62,16 @@ export const providerCallDuration = Metric.histogram("kassa_provider_call_durati
   boundaries: callBoundaries
 })
 
+export const databasePoolInUse = Metric.gauge("kassa_database_pool_in_use", {
+  description: "Database connections lent out of this process's pool (read at scrape time)"
+})
+export const databasePoolWaiting = Metric.gauge("kassa_database_pool_waiting", {
+  description: "Fibers waiting for a connection of this process's pool (read at scrape time)"
+})
+export const databasePoolMax = Metric.gauge("kassa_database_pool_max", {
+  description: "Connections this process's pool may open (KASSA_DATABASE_POOL_SIZE; 1 on the embedded database)"
+})
+
 export const eventLoopLagP99 = Metric.gauge("kassa_event_loop_lag_p99_seconds", {
   description: "99th percentile of the event loop's delay since the previous scrape"
 })

@@ -2,7 +2,8 @@
  * `GET /metrics` in Prometheus text format, on its own listener (`KASSA_METRICS_PORT`, bound to
  * `KASSA_METRICS_HOST`, loopback by default), so the public port never serves it by accident; no listener when the
  * port is unset. Rendering is effect's `PrometheusMetrics`; this module adds what is read at scrape time: the
- * delivery backlog (one indexed count) and the event loop's delay (`monitorEventLoopDelay`).
+ * delivery backlog (one indexed count), the database pool's occupancy (ObservedPgClient) and the event loop's delay
+ * (`monitorEventLoopDelay`).
  */
 import { createServer } from "node:http"
 import { monitorEventLoopDelay } from "node:perf_hooks"
@@ -11,6 +12,7 @@ import { Context, Duration, Effect, Layer, Metric, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import { DatabasePool } from "../database/ObservedPgClient.ts"
 import { withDeadline } from "../http/ResponseMiddleware.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
 import * as Metrics from "./Metrics.ts"
@@ -32,6 +34,7 @@ export const layer = Layer.effect(
     const config = yield* ServerConfig
     if (Option.isNone(config.metricsPort)) return MetricsListener.of({ address: Option.none() })
     const deliveries = yield* DeliveryRepository
+    const pool = yield* DatabasePool
     const loopDelay = monitorEventLoopDelay({ resolution: 10 })
     loopDelay.enable()
     yield* Effect.addFinalizer(() => Effect.sync(() => loopDelay.disable()))
@@ -47,6 +50,10 @@ export const layer = Layer.effect(
         yield* Metric.update(Metrics.webhookBacklogDue, backlog.value.due)
         yield* Metric.update(Metrics.webhookBacklogOverdue, backlog.value.overdue)
       }
+      const occupancy = pool.occupancy()
+      yield* Metric.update(Metrics.databasePoolInUse, occupancy.inUse)
+      yield* Metric.update(Metrics.databasePoolWaiting, occupancy.waiting)
+      yield* Metric.update(Metrics.databasePoolMax, occupancy.max)
       // Nanoseconds; an empty histogram reports NaN/0, which would read as "no lag" anyway.
       const p99 = loopDelay.count > 0 ? loopDelay.percentile(99) / 1e9 : 0
       const max = loopDelay.count > 0 ? loopDelay.max / 1e9 : 0
