@@ -133,30 +133,31 @@ const make = Effect.fnUntraced(function* (
       )
     })
 
-  /** A checkout for one effect (the pool's fast path for a single statement). */
-  const borrower: SqlConnection.Borrower = (f) =>
-    Effect.suspend(() => {
-      let state: "idle" | "waiting" | "lent" = "idle"
-      return Effect.onExit(
-        Effect.suspend(() => {
-          state = "waiting"
-          waiting++
-          return pool.use((connection) =>
-            Effect.suspend(() => {
-              waiting--
-              inUse++
-              state = "lent"
-              return f(new ConnectionImpl(connection))
-            })
-          )
-        }),
-        () =>
-          Effect.sync(() => {
-            if (state === "waiting") waiting--
-            else if (state === "lent") inUse--
-          })
-      )
-    })
+  /**
+   * A checkout for one effect (the pool's fast path for a single statement, so on every request: kept to one
+   * `onExit`; the pool calls `use`'s function at the moment it lends the connection).
+   */
+  const borrower: SqlConnection.Borrower = (f) => {
+    let state = 0 // 1 waiting, 2 lent
+    return Effect.onExit(
+      Effect.suspend(() => {
+        state = 1
+        waiting++
+        return pool.use((connection) => {
+          waiting--
+          inUse++
+          state = 2
+          return f(new ConnectionImpl(connection))
+        })
+      }),
+      () => {
+        if (state === 1) waiting--
+        else if (state === 2) inUse--
+        state = 0
+        return Effect.void
+      }
+    )
+  }
 
   const acquirer = Effect.map(scoped(pool.get), (connection) => new ConnectionImpl(connection))
   const transactionAcquirer = Effect.map(scoped(pool.reserve), (connection) => new ConnectionImpl(connection))
