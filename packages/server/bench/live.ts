@@ -13,7 +13,12 @@
  * answered, which other load moves far less than throughput.
  *
  * Measured (2 cores shared with other work, load average 14–17): live/test CPU 2.7–3.2 (test ≈ 1.9–2.0 ms, live
- * ≈ 5.1–6.4 ms per create). Where the live create's extra time goes, by experiment on a copy of the server: six more
+ * ≈ 5.1–6.4 ms per create). Since the live create became one insert statement with its link cached and rule 5 left to
+ * the insert (decisions.md, "A live create's statements"), back to back with the code before it (load 3.5–10.8):
+ * 3.14 → 2.13 at saturation, 2.84 → 1.74 at 200 req/s (live 5.8 → 3.5 ms and 4.2 → 2.9 ms; test 1.6–1.9 ms). A live
+ * create is now 3 statements (authenticate, the insert, the UPDATE with the session) and the HTTPS call; what is left
+ * over 1.5 is the call itself (the SDK's encoding and parsing, TLS, a socket more to read and write) and the third
+ * statement. The older analysis, of the code before: six more
  * round trips to PostgreSQL than a test create's two (rule 5's read, the active link, BEGIN, the provider_payments
  * INSERT, COMMIT, the UPDATE with the session); without BEGIN/COMMIT and the link lookup the ratio was 2.1–2.4.
  * With the Stripe call also stubbed out it was 1.2–1.4. With the payment and its provider_payments row written by one

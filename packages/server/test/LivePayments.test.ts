@@ -235,6 +235,44 @@ describe.each(databases)("live payments on %s", (database) => {
     expect(sessionCreates()).toHaveLength(before)
   })
 
+  it("a relink or a retire, even by another process, holds from the next live create (the cached link is checked by the insert)", async () => {
+    const shop = await linkedApplication(server, fake)
+    const first = await createPayment(server, shop.liveKey, { order_reference: uniqueReference("live-link-a") })
+    expect(first.status).toBe(201)
+    expect(await checkoutRow((first.body as WirePayment).id)).toMatchObject({ link_id: shop.linkId })
+    // Relinked through the operator API: the next create opens its checkout with the new link.
+    const account = fake.addAccount({ livemode: true })
+    const relinked = await server.request(`/admin/api/v1/applications/${shop.application.id}/provider-account`, {
+      method: "PUT",
+      key: server.adminToken,
+      body: { provider: "stripe", secret_key: account.key }
+    })
+    expect(relinked.status).toBe(200)
+    const newLinkId = String(
+      fake.requests.filter((r) => r.method === "POST" && r.path === "/v1/webhook_endpoints").at(-1)?.params.url
+    )
+      .split("/")
+      .at(-1)
+    expect(newLinkId).not.toBe(shop.linkId)
+    const second = await createPayment(server, shop.liveKey, { order_reference: uniqueReference("live-link-b") })
+    expect(second.status).toBe(201)
+    expect(await checkoutRow((second.body as WirePayment).id)).toMatchObject({ link_id: newLinkId, state: "open" })
+    // Retired behind this process's back (as another server process would): the next create is refused, unasked.
+    await query(
+      server,
+      (sql) => sql`UPDATE provider_links SET status = 'retired', retired_at = now() WHERE id = ${String(newLinkId)}`
+    )
+    const before = sessionCreates().length
+    const reference = uniqueReference("live-link-retired")
+    const third = await createPayment(server, shop.liveKey, { order_reference: reference })
+    expect(third.status).toBe(502)
+    expect((third.body as WireError).error.code).toBe("provider_error")
+    expect(await paymentsWithReference(server, reference)).toEqual([
+      { id: String((third.body as WireError).error.payment_id), status: "failed" }
+    ])
+    expect(sessionCreates()).toHaveLength(before)
+  })
+
   it("lazy expiry and the sweeper leave a live payment past expires_at to Stripe", async () => {
     const shop = await linkedApplication(server, fake)
     const created = await createPayment(server, shop.liveKey)

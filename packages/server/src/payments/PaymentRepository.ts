@@ -133,6 +133,18 @@ export class PaymentRepository extends Context.Service<
       now: DateTime.Utc
     ) => Effect.Effect<void, OrderReferenceTaken>
     /**
+     * A live payment and its `opening` checkout row (provider_payments) in one statement, so atomic without a
+     * transaction of its own, and written only while `opening.linkId` is still the application's active link (the
+     * check a cached link needs, made in the same statement: issue 12's bench). `taken` when rule 5's unique index
+     * refuses the payment, `unlinked` when the link is no longer active; nothing is written then.
+     */
+    readonly insertOpening: (
+      payment: Payment.Payment,
+      owner: { readonly applicationId: Ids.ApplicationId; readonly idempotencyKey: string | null },
+      now: DateTime.Utc,
+      opening: { readonly linkId: string; readonly idempotencyKey: string }
+    ) => Effect.Effect<"inserted" | "taken" | "unlinked">
+    /**
      * Writes what changed from `before` to `after`: the payment's columns, new refunds (with where they came from:
      * the API request's Idempotency-Key, the dashboard user who asked), changed refunds.
      */
@@ -333,6 +345,49 @@ export class PaymentRepository extends Context.Service<
           Effect.flatMap((rows) => (rows.length === 0 ? Effect.fail(new OrderReferenceTaken()) : Effect.void))
         )
 
+      // INSERT … SELECT does not type its parameters from the target columns (VALUES does), hence the casts.
+      const insertOpening = (
+        payment: Payment.Payment,
+        owner: { readonly applicationId: Ids.ApplicationId; readonly idempotencyKey: string | null },
+        now: DateTime.Utc,
+        opening: { readonly linkId: string; readonly idempotencyKey: string }
+      ) =>
+        sql<{ readonly linked: boolean; readonly inserted: boolean }>`
+          WITH link AS (
+            SELECT id FROM provider_links
+            WHERE id = ${opening.linkId} AND application_id = ${owner.applicationId} AND status = 'active'
+          ), payment AS (
+            INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
+              order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
+              created_at, updated_at, idempotency_key)
+            SELECT ${payment.id}::uuid, ${owner.applicationId}::uuid, ${payment.mode}::text, ${payment.status}::text,
+              ${payment.amount}::bigint, ${payment.refunded_amount}::bigint, ${payment.currency}::text,
+              ${payment.method}::text, ${payment.order_reference}::text, ${payment.description}::text,
+              ${pg.json(payment.customer)}::jsonb, ${payment.payer === null ? null : pg.json(payment.payer)}::jsonb,
+              ${payment.locale}::text, ${payment.return_url}::text, ${pg.json(payment.metadata)}::jsonb,
+              ${toDate(payment.expires_at)}::timestamptz,
+              ${payment.paid_at === null ? null : toDate(payment.paid_at)}::timestamptz,
+              ${toDate(payment.created_at)}::timestamptz, ${toDate(now)}::timestamptz, ${owner.idempotencyKey}::text
+            FROM link
+            ON CONFLICT (application_id, mode, order_reference)
+              WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
+              DO NOTHING
+            RETURNING id
+          ), opening AS (
+            INSERT INTO provider_payments (payment_id, link_id, state, idempotency_key, created_at, updated_at)
+            SELECT payment.id, link.id, 'opening', ${opening.idempotencyKey}::text, ${toDate(now)}::timestamptz,
+              ${toDate(now)}::timestamptz
+            FROM payment, link
+            RETURNING payment_id
+          )
+          SELECT EXISTS (SELECT 1 FROM link) AS linked, EXISTS (SELECT 1 FROM opening) AS inserted
+        `.pipe(
+          Effect.orDie,
+          Effect.map((rows) =>
+            rows[0]?.inserted === true ? "inserted" : rows[0]?.linked === true ? "taken" : "unlinked"
+          )
+        )
+
       const insertRefund = (paymentId: Ids.PaymentId, refund: Payment.Refund, origin: RefundOrigin) => sql`
         INSERT INTO refunds (id, payment_id, amount, status, reason, created_at, confirmed_at, idempotency_key,
           requested_by)
@@ -468,6 +523,7 @@ export class PaymentRepository extends Context.Service<
         lock,
         findMany,
         insert,
+        insertOpening,
         save,
         findBlocking,
         findByIdempotencyKey,

@@ -385,6 +385,31 @@ export class Payments extends Context.Service<
       })
 
       /**
+       * Active links by application, for live creates (issue 12's bench: one read less per create). Never trusted on
+       * its own: the create's insert writes only while the cached link is still active (`insertOpening` →
+       * `unlinked`), so a link retired or replaced, by this process or another, is read again at its next create.
+       * Bounded; the oldest entry goes first.
+       */
+      const activeLinks = new Map<Ids.ApplicationId, StoredLink>()
+      const maxActiveLinks = 1024
+      const activeLink = (applicationId: Ids.ApplicationId, fresh: boolean) =>
+        Effect.suspend(() => {
+          const cached = fresh ? undefined : activeLinks.get(applicationId)
+          if (cached !== undefined) return Effect.succeed(Option.some(cached))
+          return Effect.tap(links.active(applicationId), (link) =>
+            Effect.sync(() => {
+              activeLinks.delete(applicationId)
+              if (Option.isNone(link)) return
+              activeLinks.set(applicationId, link.value)
+              if (activeLinks.size > maxActiveLinks) {
+                const oldest = activeLinks.keys().next()
+                if (oldest.done !== true) activeLinks.delete(oldest.value)
+              }
+            })
+          )
+        })
+
+      /**
        * Opens a live payment's checkout at its provider (decisions §10, "Create with a live key"): the payment is
        * `pending` with its checkout row `opening`, both committed, and no transaction is open. The provider is called
        * under the key stored on the row; its session is stored, or the payment fails with its event in one
@@ -495,6 +520,8 @@ export class Payments extends Context.Service<
         readonly draft: CreatePayment.PaymentDraft
         readonly ttlSeconds: number
         readonly claim: Claim | undefined
+        /** Rule 5 was read before: a reference found taken now lost a race (409), else the caller reads it (`taken`). */
+        readonly checked: boolean
       }) {
         const { link, id, scope, draft } = input
         const now = yield* DateTime.now
@@ -509,19 +536,16 @@ export class Payments extends Context.Service<
         })
         // Scoped to application and mode, so two merchants' (or one merchant's test and live) keys never meet.
         const idempotencyKey = `kassa:${scope.applicationId}:live:payment:${id}`
-        const stored = yield* sql
-          .withTransaction(
-            Effect.gen(function* () {
-              yield* repo.insert(
-                transition.payment,
-                { applicationId: scope.applicationId, idempotencyKey: input.claim?.key ?? null },
-                now
-              )
-              yield* checkouts.insertOpening({ paymentId: id, linkId: link.id, idempotencyKey, now })
-            })
-          )
-          .pipe(Effect.result)
-        if (Result.isFailure(stored)) {
+        // One statement (payment and checkout row, while the link is still active): atomic without BEGIN/COMMIT.
+        const written = yield* repo.insertOpening(
+          transition.payment,
+          { applicationId: scope.applicationId, idempotencyKey: input.claim?.key ?? null },
+          now,
+          { linkId: link.id, idempotencyKey }
+        )
+        if (written === "unlinked") return "unlinked" as const
+        if (written === "taken") {
+          if (!input.checked) return "taken" as const
           // A concurrent create committed this order reference after our check; the unique index caught it.
           const winner = yield* repo.findBlocking(scope, draft.order_reference)
           const refusal = CreatePayment.checkOrderReference(
@@ -636,6 +660,33 @@ export class Payments extends Context.Service<
               }
             }
 
+            // Live payments with a linked account: rule 5 is left to the insert's unique index first, like a test
+            // create (no read before it, the link from the cache, checked by the insert itself); only a reference
+            // found taken goes through the read below, which also expires a pending holder past its expiry.
+            const openLinked = Effect.fnUntraced(function* (checked: boolean) {
+              // A link retired or replaced since it was cached is found by the insert (`unlinked`): read it again.
+              for (let attempt = 0; attempt < 3; attempt++) {
+                const link = yield* activeLink(scope.applicationId, attempt > 0 || checked)
+                if (Option.isNone(link)) return "unlinked" as const
+                const opened = yield* openLive({
+                  link: link.value,
+                  id,
+                  scope,
+                  draft,
+                  ttlSeconds: application.payment_ttl_seconds,
+                  claim: request.idempotency,
+                  checked
+                })
+                if (opened !== "unlinked") return opened
+                activeLinks.delete(scope.applicationId)
+              }
+              return "unlinked" as const
+            })
+            if (scope.mode === "live") {
+              const opened = yield* openLinked(false)
+              if (opened !== "unlinked" && opened !== "taken") return opened as Answer
+            }
+
             // Rule 5, read like any read: a pending holder past its expiry is expired now and frees the reference.
             const blocking = yield* repo.findBlocking(scope, draft.order_reference)
             const holder = Option.isNone(blocking) ? Option.none() : yield* read(blocking.value, scope)
@@ -648,17 +699,8 @@ export class Payments extends Context.Service<
 
             if (scope.mode === "live") {
               // Live-enabled means an active provider link (decisions §10); without one, the boundary refuses.
-              const link = yield* links.active(scope.applicationId)
-              if (Option.isSome(link)) {
-                return (yield* openLive({
-                  link: link.value,
-                  id,
-                  scope,
-                  draft,
-                  ttlSeconds: application.payment_ttl_seconds,
-                  claim: request.idempotency
-                })) as Answer
-              }
+              const opened = yield* openLinked(true)
+              if (opened !== "unlinked") return opened as Answer
             }
             const { now, transition, refused } = yield* stage(simulated ?? (yield* open))
             const write = Effect.gen(function* () {

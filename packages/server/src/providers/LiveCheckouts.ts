@@ -2,7 +2,8 @@
  * A live payment's checkout at its provider (`provider_payments`, issue 12 §3): opened in three steps (an `opening`
  * row with the pending payment; the provider call outside any transaction; the session, or `not_opened`), the
  * customer's visit (for `payer`), the provider events seen (`provider_events`, dedupe) and disagreements
- * (`provider_discrepancies`). Plain SQL; callers own the transactions.
+ * (`provider_discrepancies`). Plain SQL; callers own the transactions. The `opening` row is written with its payment,
+ * in one statement, by `PaymentRepository.insertOpening`.
  */
 import { type Ids, ProviderSettlement } from "@kassa/core"
 import { Context, DateTime, type Duration, Effect, Layer, Option } from "effect"
@@ -51,13 +52,6 @@ const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
 export class LiveCheckouts extends Context.Service<
   LiveCheckouts,
   {
-    /** The row of a payment just inserted `pending`, before the provider hears of it. */
-    readonly insertOpening: (input: {
-      readonly paymentId: Ids.PaymentId
-      readonly linkId: ProviderLinkId
-      readonly idempotencyKey: string
-      readonly now: DateTime.Utc
-    }) => Effect.Effect<void>
     /**
      * The provider's session: the checkout is open, the customer can be sent to `url`. Only an `opening` row that no
      * clean-up has claimed (`closing` null) is opened; false when another writer got there first.
@@ -162,11 +156,6 @@ export class LiveCheckouts extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const first = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullishOr(rows[0]), toCheckout)
       return LiveCheckouts.of({
-        insertOpening: ({ paymentId, linkId, idempotencyKey, now }) =>
-          sql`
-            INSERT INTO provider_payments (payment_id, link_id, state, idempotency_key, created_at, updated_at)
-            VALUES (${paymentId}, ${linkId}, 'opening', ${idempotencyKey}, ${toDate(now)}, ${toDate(now)})
-          `.pipe(Effect.asVoid, Effect.orDie),
         opened: ({ paymentId, sessionId, url, expiresAt, now }) =>
           sql`
             UPDATE provider_payments
