@@ -18,7 +18,8 @@
  * A/B of the request middleware's diet (route label from the router's RouteContext, metric series made once, the
  * deadline without an interrupt fiber; 2026-11-25, 10 alternating rounds of 3 s, load average 14–22 on 2 cores, so
  * only the paired ratio means much): CPU per GET −15 % (median of the paired rounds; 9 of 10 rounds lower), per
- * create −5 % (7 of 10).
+ * create −5 % (7 of 10); again with the pool gauges' counting in, at load 4–7 (8 rounds of 4 s): GET −10 % (7 of 8),
+ * create −8 % (5 of 8).
  */
 
 import type { ChildProcess } from "node:child_process"
