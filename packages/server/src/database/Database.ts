@@ -15,7 +15,7 @@ import scale from "./migrations/0004_scale.ts"
 import live from "./migrations/0005_live.ts"
 import liveCheckout from "./migrations/0006_live_checkout.ts"
 import retention from "./migrations/0007_retention.ts"
-import traceContext from "./migrations/0009_trace_context.ts"
+import traceContext from "./migrations/0008_trace_context.ts"
 import * as ObservedPgClient from "./ObservedPgClient.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
@@ -27,7 +27,7 @@ export const migrations = PgMigrator.fromRecord({
   "0005_live": live,
   "0006_live_checkout": liveCheckout,
   "0007_retention": retention,
-  "0009_trace_context": traceContext
+  "0008_trace_context": traceContext
 })
 
 const clientOptions = {
