@@ -149,7 +149,7 @@ describe.each(databases)("live payments on %s", (database) => {
     expect(await paymentsWithReference(server, reference)).toEqual([{ id, status: "failed" }])
   })
 
-  it("an event that overtakes the create's answer gets 503, and applies when Stripe sends it again", async () => {
+  it("an event that overtakes the create's answer gets 409 payment_busy, and applies when Stripe sends it again", async () => {
     const shop = await linkedApplication(server, fake)
     const reference = uniqueReference("live-overtaken")
     const before = fake.sessions().length
@@ -164,13 +164,13 @@ describe.each(databases)("live payments on %s", (database) => {
         e.type === "checkout.session.completed" && (e.data as { object: { id: unknown } }).object.id === session?.id
     )
     const sent = () => fake.deliveries.filter((delivery) => delivery.eventId === event?.id)
-    expect(sent().map((delivery) => delivery.status)).toEqual([503])
+    expect(sent().map((delivery) => delivery.status)).toEqual([409])
     const answered = await created
     expect(answered.status, answered.text).toBe(201)
     const id = (answered.body as WirePayment).id
     expect(await storedStatus(server, id)).toBe("pending")
     await fake.resend(String(event?.id))
-    expect(sent().map((delivery) => delivery.status)).toEqual([503, 200])
+    expect(sent().map((delivery) => delivery.status)).toEqual([409, 200])
     expect(await storedStatus(server, id)).toBe("paid")
   })
 

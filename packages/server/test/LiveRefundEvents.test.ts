@@ -4,7 +4,7 @@
  * `refund.updated`, `refund.failed` and `charge.refunded` to the endpoint the link registered, and Kassa reads the
  * refund again and applies it — a refund made in Stripe's dashboard is recorded once, `succeeded`, reason
  * "refunded at provider", with its event; Kassa's own refund whose answer was lost is settled with no second create;
- * a refund failing later is recomputed with no event and a discrepancy; Stripe not answering the re-read is 503.
+ * a refund failing later is recomputed with no event and a discrepancy; Stripe not answering the re-read is 502 `provider_error`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
@@ -147,7 +147,7 @@ describe.each(databases)("live refund events on %s", (database) => {
     expect(await eventNames(id)).toEqual(["payment.partially_refunded"])
   })
 
-  it("Stripe not answering the re-read: 503 and nothing recorded; the events sent again are applied", async () => {
+  it("Stripe not answering the re-read: 502 provider_error and nothing recorded; the events sent again are applied", async () => {
     const linked = await linkedApplication()
     const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
     fake.hold()
@@ -156,10 +156,10 @@ describe.each(databases)("live refund events on %s", (database) => {
     await fake.release()
     await fake.settled()
     const sent = eventsAbout(String(made.id)).map((event) => String(event.id))
-    expect(deliveriesOf(sent).map((delivery) => delivery.status)).toEqual([503, 503])
+    expect(deliveriesOf(sent).map((delivery) => delivery.status)).toEqual([502, 502])
     expect((await payment(linked, id)).refunds).toHaveLength(0)
     for (const eventId of sent) await fake.resend(eventId)
-    expect(deliveriesOf(sent).map((delivery) => delivery.status)).toEqual([503, 503, 200, 200])
+    expect(deliveriesOf(sent).map((delivery) => delivery.status)).toEqual([502, 502, 200, 200])
     expect((await payment(linked, id)).refunds).toEqual([
       expect.objectContaining({ amount: 100, status: "succeeded", reason: "refunded at provider" })
     ])

@@ -24,7 +24,7 @@ export interface ServerSettings {
   readonly environment: Environment
   /** Addresses and CIDR ranges whose `X-Forwarded-For` is believed (decisions §5). */
   readonly trustedProxies: ReadonlyArray<string>
-  /** How long a request may take before it is answered 503 `server_error` with `Retry-After`. */
+  /** How long a request may take before it is answered 500 `server_error` with `Retry-After`. */
   readonly requestDeadline: Duration.Duration
   /** How long a client may take to send a whole request, headers and body (Node's `requestTimeout`). */
   readonly requestReceiveTimeout: Duration.Duration

@@ -1,6 +1,6 @@
 /**
  * `GET /healthz`: 200 `{"status":"ok"}` once the database answers (decisions §1). It fails fast: a database that
- * does not answer within {@link healthTimeout} gets 503 `server_error` with `Retry-After` (ResponseMiddleware), so a
+ * does not answer within {@link healthTimeout} gets 500 `server_error` with `Retry-After` (ResponseMiddleware), so a
  * load balancer's check sees the stall instead of hanging on it.
  */
 import { ApiError, MerchantApi } from "@kassa/core"

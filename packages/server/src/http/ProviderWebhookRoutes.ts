@@ -7,7 +7,8 @@
  * in the same transaction, so duplicates and reordered events change nothing twice. The payment must belong to the
  * link the event arrived at (one Stripe account linked to two applications sends every event to both endpoints).
  * Unknown event types and payments Kassa does not know get 200. When the provider does not answer the re-read, the
- * event is answered 503 and not recorded, so the provider sends it again.
+ * event is answered 502 `provider_error` and not recorded, so the provider sends it again (Stripe resends after any
+ * answer that is not 2xx); an event that overtakes the create's answer gets 409 `payment_busy` for the same reason.
  *
  * Refund events (`refund.created`/`updated`/`failed` name one refund; `charge.refunded` names the charge's payment
  * intent, whose refunds are listed from the provider) go to `LiveRefunds.applyProviderRefund`, one refund at a time: it reads the
@@ -42,7 +43,7 @@ export const layer = Layer.unwrap(
     const payments = yield* Payments
     const refunds = yield* LiveRefunds
 
-    /** Each refund the event names, in turn; the first the provider does not answer stops it (sent again: 503). */
+    /** Each refund the event names, in turn; the first the provider does not answer stops it (sent again: 502). */
     const applyRefunds = Effect.fn("ProviderWebhooks.applyRefunds")(function* (
       linkId: ProviderLinkId,
       providerRefundIds: ReadonlyArray<string>,
@@ -52,7 +53,7 @@ export const layer = Layer.unwrap(
       for (const providerRefundId of providerRefundIds) {
         const result = yield* refunds.applyProviderRefund({ linkId, providerRefundId, paymentIntentId })
         if (result._tag === "NoAnswer") {
-          return answer(503, "provider_error", "The provider did not answer; send the event again.")
+          return answer(502, "provider_error", "The provider did not answer; send the event again.")
         }
         changed = changed || Option.isSome(result.payment)
       }
@@ -81,7 +82,7 @@ export const layer = Layer.unwrap(
         const listed = yield* connector.listRefunds(access, paymentIntentId).pipe(Effect.result)
         if (listed._tag === "Failure") return answer(200, "", "The provider did not let Kassa list the refunds.")
         if (listed.success._tag === "NoAnswer") {
-          return answer(503, "provider_error", "The provider did not answer; send the event again.")
+          return answer(502, "provider_error", "The provider did not answer; send the event again.")
         }
         return yield* applyRefunds(link.value.id, listed.success.ids, paymentIntentId)
       }
@@ -94,7 +95,7 @@ export const layer = Layer.unwrap(
         const parsedId = parsePaymentId(event.subject.paymentId)
         const opening = Option.isNone(parsedId) ? Option.none() : yield* checkouts.find(parsedId.value)
         if (Option.isSome(opening) && opening.value.linkId === link.value.id && opening.value.state === "opening") {
-          return answer(503, "provider_error", "The payment's checkout is still being opened; send the event again.")
+          return answer(409, "payment_busy", "The payment's checkout is still being opened; send the event again.")
         }
       }
       // Unknown to Kassa, or opened by another link (same account linked twice): nothing changes.
@@ -109,7 +110,7 @@ export const layer = Layer.unwrap(
         return answer(200, "", "The provider did not let Kassa read the checkout.")
       }
       if (reading.success._tag === "NoAnswer") {
-        return answer(503, "provider_error", "The provider did not answer; send the event again.")
+        return answer(502, "provider_error", "The provider did not answer; send the event again.")
       }
       const applied = yield* payments.applyCheckoutAnswer({
         paymentId: checkout.value.paymentId,

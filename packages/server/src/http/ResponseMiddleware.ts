@@ -4,8 +4,8 @@
  *   authentication as every endpoint, because decisions §5 puts 401/403/429 before routing;
  * - a `Request-Id` on every response, and on the request's log lines (decisions §5);
  * - a 500 that never shows internals: the cause is logged, the client sees `server_error` and the id;
- * - a deadline on every request (issue 11 §3): past `KASSA_REQUEST_DEADLINE` the client gets 503 `server_error`
- *   with `Retry-After` at once, and the work is interrupted behind the answer (a statement is cancelled, a wait
+ * - a deadline on every request (issue 11 §3): past `KASSA_REQUEST_DEADLINE` the client gets `server_error` (its one
+ *   status, 500: the specification's "retry with the same key" answer) with `Retry-After` at once, and the work is interrupted behind the answer (a statement is cancelled, a wait
  *   for a pool connection given up), so a silent database cannot hold requests or pile up work;
  * - `X-Content-Type-Options: nosniff` on every answer, and `Cache-Control: no-store` on the merchant and operator
  *   APIs, whose answers carry payer data no cache may keep.
@@ -37,12 +37,13 @@ const serverError = HttpServerResponse.jsonUnsafe(
 /** Seconds a client is told to wait after a request ran out of time. */
 export const retryAfterSeconds = 5
 
-const overDeadline = HttpServerResponse.jsonUnsafe(
-  ApiError.toWire(
-    new ApiError.ServerError({ message: "The server could not answer in time. Retrying is safe; wait a moment first." })
-  ),
-  { status: 503, headers: { "retry-after": String(retryAfterSeconds) } }
-)
+const overDeadlineError = new ApiError.ServerError({
+  message: "The server could not answer in time. Retrying is safe; wait a moment first."
+})
+const overDeadline = HttpServerResponse.jsonUnsafe(ApiError.toWire(overDeadlineError), {
+  status: ApiError.statusOf(overDeadlineError),
+  headers: { "retry-after": String(retryAfterSeconds) }
+})
 
 /**
  * A handler that gives up before the request's deadline (the health check, which must fail fast) dies with this;
@@ -157,7 +158,7 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
 
       const deadline = Duration.toMillis(requestDeadline)
       const timedOut = (id: string) =>
-        Effect.logWarning("Request exceeded its deadline; answered 503").pipe(
+        Effect.logWarning("Request exceeded its deadline; answered server_error").pipe(
           Effect.annotateLogs({ request_id: id, deadline: Duration.format(requestDeadline) }),
           Effect.as(overDeadline)
         )
@@ -192,7 +193,7 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
             ),
             Effect.catchCause((cause) =>
               isDeadlineExceeded(cause)
-                ? Effect.logWarning("Request gave up waiting; answered 503", Cause.pretty(cause)).pipe(
+                ? Effect.logWarning("Request gave up waiting; answered server_error", Cause.pretty(cause)).pipe(
                     Effect.as(overDeadline)
                   )
                 : HttpServerError.causeResponse(cause).pipe(
