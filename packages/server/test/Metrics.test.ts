@@ -121,11 +121,11 @@ describe.each(databases)("metrics on %s", (database) => {
     const refused = await createPayment(server, shop.testKey, {}, { "kassa-simulate": "provider_error" })
     expect(refused.status).toBe(502)
     await receiver.waitFor(2, "/metrics-shop")
-    // The attempts are counted when made; the results are written just after.
+    // The attempts are counted when made; the results are written just after (on a loaded machine, seconds after).
     let after = (await scrape()).samples
     for (
       let i = 0;
-      i < 50 &&
+      i < 200 &&
       sampleValue(after, "kassa_webhook_deliveries_total", { outcome: "succeeded" }) -
         sampleValue(before, "kassa_webhook_deliveries_total", { outcome: "succeeded" }) <
         2;
