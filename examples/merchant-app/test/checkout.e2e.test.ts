@@ -2,22 +2,12 @@
  * The shop end to end against the real Kassa server (in process, on PGlite): an order placed over HTTP, paid on the
  * hosted checkout the way a browser would, and marked paid only by the webhook Kassa's delivery engine sends.
  */
-import { once } from "node:events"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
-import { Readable } from "node:stream"
 import { Kassa } from "@kassa/client"
 import { type KassaEvent, sign } from "@kassa/webhook-verify"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { databases, type RunningServer, startServer } from "../../../packages/server/test/support/TestServer.ts"
 import { createShop, type Shop } from "../src/shop.ts"
-
-/** A webhook request exactly as Kassa sent it, kept to replay it. */
-interface Delivery {
-  readonly body: Buffer
-  readonly signature: string
-  readonly event: string
-}
+import { type Delivery, type ShopServer, startShopServer } from "./support/ShopServer.ts"
 
 interface Attempt {
   readonly kind: string
@@ -29,42 +19,19 @@ const catalog = [{ id: "mug", name: 'Mug <b>"bold"</b> & co', amount: 1250 }]
 describe.each(databases)("checkout end to end on %s", (database) => {
   let kassa: RunningServer
   let shop: Shop
-  let shopServer: Server
+  let shopServer: ShopServer
   let shopUrl: string
   let testKey: string
   let applicationId: string
   let webhookSecret: string
-  const deliveries: Array<Delivery> = []
-
-  // Records what Kassa delivers (to replay it later), then hands the same bytes to the shop's handler. The replays
-  // and forgeries below reach the shop's handler straight from the socket.
-  const dispatch = async (request: IncomingMessage, response: ServerResponse) => {
-    if (request.url === "/webhooks/kassa" && request.headers["user-agent"] === "Kassa-Webhooks/1.0") {
-      const chunks: Array<Buffer> = []
-      for await (const chunk of request) chunks.push(chunk as Buffer)
-      const body = Buffer.concat(chunks)
-      deliveries.push({
-        body,
-        signature: String(request.headers["x-service-signature"]),
-        event: String(request.headers["x-service-event"])
-      })
-      const replayed = Object.assign(Readable.from([body]), {
-        method: request.method,
-        url: request.url,
-        headers: request.headers
-      })
-      return shop.handle(replayed, response)
-    }
-    return shop.handle(request, response)
-  }
+  let deliveries: Array<Delivery>
 
   beforeAll(async () => {
     kassa = await startServer(database)
     // The shop listens first: Kassa needs its webhook URL, and the shop needs the application's secret.
-    shopServer = createServer((request, response) => void dispatch(request, response))
-    shopServer.listen(0, "127.0.0.1")
-    await once(shopServer, "listening")
-    shopUrl = `http://127.0.0.1:${(shopServer.address() as AddressInfo).port}`
+    shopServer = await startShopServer(() => shop)
+    shopUrl = shopServer.url
+    deliveries = shopServer.deliveries
     const application = await kassa.createApplication({
       webhook_url: `${shopUrl}/webhooks/kassa`,
       return_url_host: "127.0.0.1"
@@ -81,10 +48,7 @@ describe.each(databases)("checkout end to end on %s", (database) => {
   })
 
   afterAll(async () => {
-    if (shopServer !== undefined) {
-      shopServer.closeAllConnections()
-      await new Promise<void>((resolve) => shopServer.close(() => resolve()))
-    }
+    await shopServer?.close()
     if (kassa !== undefined) await kassa.close()
   })
 

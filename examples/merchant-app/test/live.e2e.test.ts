@@ -13,10 +13,6 @@
  * relative import resolves their own dependencies (playwright-core) from the server package, so the example gains no
  * dependency for them.
  */
-import { once } from "node:events"
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
-import { Readable } from "node:stream"
 import { Kassa } from "@kassa/client"
 import { type KassaEvent, verify } from "@kassa/webhook-verify"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -27,13 +23,7 @@ import { type FakeStripe, startFakeStripe } from "../../../packages/server/test/
 import { type LinkedApplication, linkedApplication } from "../../../packages/server/test/support/LiveLink.ts"
 import { databases, type RunningServer, startServer } from "../../../packages/server/test/support/TestServer.ts"
 import { createShop, type Shop } from "../src/shop.ts"
-
-/** A webhook request exactly as Kassa sent it. */
-interface Delivery {
-  readonly body: Buffer
-  readonly signature: string
-  readonly event: string
-}
+import { type Delivery, type ShopServer, startShopServer } from "./support/ShopServer.ts"
 
 // playwright-core's types, named through the server's launcher: the example does not depend on playwright-core itself.
 type Browser = Awaited<ReturnType<typeof launch>>
@@ -54,41 +44,19 @@ describe.each(databases)("live checkout end to end in Chromium on %s", (database
   let fake: FakeStripe
   let kassa: RunningServer
   let shop: Shop
-  let shopServer: Server
+  let shopServer: ShopServer
   let shopUrl: string
   let linked: LinkedApplication
   let member: DashboardUser
   let context: BrowserContext
-  const deliveries: Array<Delivery> = []
-
-  // Records what Kassa delivers, then hands the same bytes to the shop's own handler, which verifies them.
-  const dispatch = async (request: IncomingMessage, response: ServerResponse) => {
-    if (request.url === "/webhooks/kassa" && request.headers["user-agent"] === "Kassa-Webhooks/1.0") {
-      const chunks: Array<Buffer> = []
-      for await (const chunk of request) chunks.push(chunk as Buffer)
-      const body = Buffer.concat(chunks)
-      deliveries.push({
-        body,
-        signature: String(request.headers["x-service-signature"]),
-        event: String(request.headers["x-service-event"])
-      })
-      const replayed = Object.assign(Readable.from([body]), {
-        method: request.method,
-        url: request.url,
-        headers: request.headers
-      })
-      return shop.handle(replayed, response)
-    }
-    return shop.handle(request, response)
-  }
+  let deliveries: Array<Delivery>
 
   beforeAll(async () => {
     fake = await startFakeStripe({ apiVersion })
     kassa = await startServer(database, { stripeApiUrl: fake.url })
-    shopServer = createServer((request, response) => void dispatch(request, response))
-    shopServer.listen(0, "127.0.0.1")
-    await once(shopServer, "listening")
-    shopUrl = `http://127.0.0.1:${(shopServer.address() as AddressInfo).port}`
+    shopServer = await startShopServer(() => shop)
+    shopUrl = shopServer.url
+    deliveries = shopServer.deliveries
     // The operator links a live Stripe account through the operator API, as production does it.
     linked = await linkedApplication(kassa, fake, {
       name: "Tea shop",
@@ -110,10 +78,7 @@ describe.each(databases)("live checkout end to end in Chromium on %s", (database
 
   afterAll(async () => {
     await context?.close()
-    if (shopServer !== undefined) {
-      shopServer.closeAllConnections()
-      await new Promise<void>((resolve) => shopServer.close(() => resolve()))
-    }
+    await shopServer?.close()
     await kassa?.close()
     await fake?.close()
   })
