@@ -14,11 +14,13 @@
  *
  * Measured (2 cores shared with other work, load average 14–17): live/test CPU 2.7–3.2 (test ≈ 1.9–2.0 ms, live
  * ≈ 5.1–6.4 ms per create). Since the live create became one insert statement with its link cached and rule 5 left to
- * the insert (decisions.md, "A live create's statements"), back to back with the code before it (load 3.5–10.8):
- * 3.14 → 2.13 at saturation, 2.84 → 1.74 at 200 req/s (live 5.8 → 3.5 ms and 4.2 → 2.9 ms; test 1.6–1.9 ms). A live
- * create is now 3 statements (authenticate, the insert, the UPDATE with the session) and the HTTPS call; what is left
- * over 1.5 is the call itself (the SDK's encoding and parsing, TLS, a socket more to read and write) and the third
- * statement. The older analysis, of the code before: six more
+ * the insert (decisions.md, "A live create's statements"), back to back with the code before it: 3.14 → 2.13 at
+ * saturation and 2.84 → 1.74 at 200 req/s (load 3.5–10.8; live 5.8 → 3.5 ms, 4.2 → 2.9 ms), then 3.07 → 2.08 and
+ * 2.90 → 1.87 (load 4.4–6.2; live 4.5 → 3.2 ms, 4.2 → 2.9 ms; test 1.5–1.9 ms throughout). A live create is now 3
+ * statements (authenticate, the insert, the UPDATE with the session) and the HTTPS call, 5 socket writes to a test
+ * create's 3; on this loaded machine each write to a local socket costs 0.3–0.5 ms of the server's CPU in the kernel
+ * (the profile's `writeBuffer`/`writev`), which is most of what is left over 1.5, with the SDK's own encoding and
+ * parsing (≈ 0.3 ms) and the GC its allocations cost. The older analysis, of the code before: six more
  * round trips to PostgreSQL than a test create's two (rule 5's read, the active link, BEGIN, the provider_payments
  * INSERT, COMMIT, the UPDATE with the session); without BEGIN/COMMIT and the link lookup the ratio was 2.1–2.4.
  * With the Stripe call also stubbed out it was 1.2–1.4. With the payment and its provider_payments row written by one
