@@ -3,8 +3,10 @@
  * payment's Stripe ids and last answer, the open discrepancies and the overdue reads. Read-only SQL; each list reads
  * its partial index (`provider_discrepancies_open`, `provider_payments_due`, `provider_refunds_due`).
  */
-import { DateTime, Duration, Effect, Option } from "effect"
+import { Ids } from "@kassa/core"
+import { DateTime, Duration, Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import type { DiscrepancyItem, OverdueItem, ProviderPaymentView } from "../pages/dashboard/Views.ts"
 
 /**
@@ -13,32 +15,62 @@ import type { DiscrepancyItem, OverdueItem, ProviderPaymentView } from "../pages
  */
 export const overdueAfter: Duration.Duration = Duration.minutes(10)
 
-type Row = Readonly<Record<string, unknown>>
+/** A live payment's row of `provider_payments`, as the payment's page shows it. */
+const ProviderPaymentRow = Schema.Struct({
+  state: Schema.String,
+  session_id: Schema.NullOr(Schema.String),
+  payment_intent_id: Schema.NullOr(Schema.String),
+  last_read_at: Columns.NullableTimestamp,
+  // Shown as stored: any JSON, whatever shape the provider's answer had then.
+  last_answer: Columns.Json(Schema.Json),
+  next_read_at: Columns.NullableTimestamp
+})
 
-const dateOrNull = (value: unknown): Date | null =>
-  value === null || value === undefined ? null : new Date(value as Date)
-const textOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value))
-const answerText = (value: unknown): string | null =>
-  value === null || value === undefined ? null : typeof value === "string" ? value : JSON.stringify(value)
+/** An open row of `provider_discrepancies` with its payment's application. */
+const DiscrepancyRow = Schema.Struct({
+  id: Columns.Integer,
+  payment_id: Ids.PaymentId,
+  refund_id: Schema.NullOr(Ids.RefundId),
+  kind: Schema.String,
+  message: Schema.String,
+  detected_at: Columns.Timestamp,
+  application_id: Ids.ApplicationId
+})
+
+/** A live payment or refund waiting for the provider's answer (`refund_id` null for a payment). */
+const OverdueRow = Schema.Struct({
+  payment_id: Ids.PaymentId,
+  refund_id: Schema.NullOr(Ids.RefundId),
+  next_read_at: Columns.Timestamp,
+  last_read_at: Columns.NullableTimestamp,
+  application_id: Ids.ApplicationId,
+  waiting_since: Columns.Timestamp
+})
+
+/** The live payment a "read now" names, and its application. */
+const TargetRow = Schema.Struct({ payment_id: Ids.PaymentId, application_id: Ids.ApplicationId })
+
+const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
+const dateOrNull = (time: DateTime.Utc | null): Date | null => (time === null ? null : toDate(time))
 
 export const providerPayment = (sql: SqlClient.SqlClient, paymentId: string) =>
-  sql<Row>`
+  Columns.first(ProviderPaymentRow)(sql`
     SELECT state, session_id, payment_intent_id, last_read_at, last_answer, next_read_at
     FROM provider_payments WHERE payment_id = ${paymentId}
-  `.pipe(
-    Effect.map((rows): ProviderPaymentView | null => {
-      const row = rows[0]
-      return row === undefined
-        ? null
-        : {
-            state: String(row.state),
-            sessionId: textOrNull(row.session_id),
-            paymentIntentId: textOrNull(row.payment_intent_id),
-            lastReadAt: dateOrNull(row.last_read_at),
-            lastAnswer: answerText(row.last_answer),
-            nextReadAt: dateOrNull(row.next_read_at)
-          }
-    }),
+  `).pipe(
+    Effect.map(
+      Option.match({
+        onNone: (): ProviderPaymentView | null => null,
+        onSome: (row): ProviderPaymentView | null => ({
+          state: row.state,
+          sessionId: row.session_id,
+          paymentIntentId: row.payment_intent_id,
+          lastReadAt: dateOrNull(row.last_read_at),
+          lastAnswer: row.last_answer === null ? null : JSON.stringify(row.last_answer),
+          nextReadAt: dateOrNull(row.next_read_at)
+        })
+      })
+    ),
     Effect.orDie
   )
 
@@ -47,7 +79,7 @@ export const openDiscrepancies = (
   sql: SqlClient.SqlClient,
   options: { readonly limit: number; readonly before: number | undefined }
 ) =>
-  sql<Row>`
+  Columns.all(DiscrepancyRow)(sql`
     SELECT d.id, d.payment_id, d.refund_id, d.kind, d.message, d.detected_at, p.application_id
     FROM provider_discrepancies d JOIN payments p ON p.id = d.payment_id
     WHERE d.resolved_at IS NULL
@@ -58,18 +90,18 @@ export const openDiscrepancies = (
     }
     ORDER BY d.detected_at DESC, d.id DESC
     LIMIT ${options.limit + 1}
-  `.pipe(
+  `).pipe(
     Effect.map((rows) => ({
       hasMore: rows.length > options.limit,
       rows: rows.slice(0, options.limit).map(
         (row): DiscrepancyItem => ({
           id: String(row.id),
-          applicationId: String(row.application_id),
-          paymentId: String(row.payment_id),
-          refundId: textOrNull(row.refund_id),
-          kind: String(row.kind),
-          message: String(row.message),
-          detectedAt: new Date(row.detected_at as Date)
+          applicationId: row.application_id,
+          paymentId: row.payment_id,
+          refundId: row.refund_id,
+          kind: row.kind,
+          message: row.message,
+          detectedAt: toDate(row.detected_at)
         })
       )
     })),
@@ -89,16 +121,16 @@ export const overdueReads = (
     const cutoff = DateTime.toDateUtc(DateTime.subtractDuration(options.now, overdueAfter))
     const strict = options.before !== undefined && options.before <= cutoff
     const upTo = strict && options.before !== undefined ? options.before : cutoff
-    const payments = yield* sql<Row>`
-      SELECT pp.payment_id, pp.next_read_at, pp.last_read_at, p.application_id,
+    const payments = yield* Columns.all(OverdueRow)(sql`
+      SELECT pp.payment_id, NULL AS refund_id, pp.next_read_at, pp.last_read_at, p.application_id,
              coalesce(pp.last_read_at, pp.visited_at, pp.created_at) AS waiting_since
       FROM provider_payments pp JOIN payments p ON p.id = pp.payment_id
       WHERE pp.next_read_at IS NOT NULL
         AND ${strict ? sql`coalesce(pp.last_read_at, pp.visited_at, pp.created_at) < ${upTo}` : sql`coalesce(pp.last_read_at, pp.visited_at, pp.created_at) <= ${upTo}`}
       ORDER BY waiting_since DESC
       LIMIT ${options.limit + 1}
-    `
-    const refunds = yield* sql<Row>`
+    `)
+    const refunds = yield* Columns.all(OverdueRow)(sql`
       SELECT pr.refund_id, pr.payment_id, pr.next_read_at, pr.last_read_at, p.application_id,
              coalesce(pr.last_read_at, pr.created_at) AS waiting_since
       FROM provider_refunds pr JOIN payments p ON p.id = pr.payment_id
@@ -106,15 +138,15 @@ export const overdueReads = (
         AND ${strict ? sql`coalesce(pr.last_read_at, pr.created_at) < ${upTo}` : sql`coalesce(pr.last_read_at, pr.created_at) <= ${upTo}`}
       ORDER BY waiting_since DESC
       LIMIT ${options.limit + 1}
-    `
-    const item = (kind: OverdueItem["kind"], row: Row): OverdueItem => ({
+    `)
+    const item = (kind: OverdueItem["kind"], row: typeof OverdueRow.Type): OverdueItem => ({
       kind,
-      applicationId: String(row.application_id),
-      paymentId: String(row.payment_id),
-      refundId: kind === "refund" ? String(row.refund_id) : null,
-      waitingSince: new Date(row.waiting_since as Date),
+      applicationId: row.application_id,
+      paymentId: row.payment_id,
+      refundId: row.refund_id,
+      waitingSince: toDate(row.waiting_since),
       lastReadAt: dateOrNull(row.last_read_at),
-      nextReadAt: new Date(row.next_read_at as Date)
+      nextReadAt: toDate(row.next_read_at)
     })
     const all = [...payments.map((row) => item("payment", row)), ...refunds.map((row) => item("refund", row))].sort(
       (a, b) => b.waitingSince.getTime() - a.waitingSince.getTime()
@@ -127,21 +159,17 @@ export const readTarget = (
   sql: SqlClient.SqlClient,
   target: { readonly paymentId: string } | { readonly refundId: string }
 ) =>
-  ("refundId" in target
-    ? sql<Row>`
-        SELECT pr.payment_id, p.application_id FROM provider_refunds pr JOIN payments p ON p.id = pr.payment_id
-        WHERE pr.refund_id = ${target.refundId}
-      `
-    : sql<Row>`
-        SELECT pp.payment_id, p.application_id FROM provider_payments pp JOIN payments p ON p.id = pp.payment_id
-        WHERE pp.payment_id = ${target.paymentId}
-      `
+  Columns.first(TargetRow)(
+    "refundId" in target
+      ? sql`
+          SELECT pr.payment_id, p.application_id FROM provider_refunds pr JOIN payments p ON p.id = pr.payment_id
+          WHERE pr.refund_id = ${target.refundId}
+        `
+      : sql`
+          SELECT pp.payment_id, p.application_id FROM provider_payments pp JOIN payments p ON p.id = pp.payment_id
+          WHERE pp.payment_id = ${target.paymentId}
+        `
   ).pipe(
-    Effect.map((rows) => {
-      const row = rows[0]
-      return row === undefined
-        ? Option.none<{ readonly paymentId: string; readonly applicationId: string }>()
-        : Option.some({ paymentId: String(row.payment_id), applicationId: String(row.application_id) })
-    }),
+    Effect.map(Option.map((row) => ({ paymentId: row.payment_id, applicationId: row.application_id }))),
     Effect.orDie
   )

@@ -4,11 +4,15 @@
  * decided, so two owners demoting or removing each other at the same moment are decided one after the other and the
  * second is refused. Only the operator (its application page, the operator API) may take the last owner away.
  */
-import type { DashboardAccess, Ids } from "@kassa/core"
-import { Context, Effect, Layer } from "effect"
+import { type DashboardAccess, Ids } from "@kassa/core"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { type Actor, AuditLog, type Entry } from "../audit/AuditLog.ts"
+import * as Columns from "../database/Columns.ts"
 import { type User, UserRepository } from "./UserRepository.ts"
+
+/** An owner's membership, as locked while a change is decided. */
+const OwnerRow = Schema.Struct({ user_id: Ids.UserId })
 
 /** What an owner's membership change came to. */
 export type MembershipChange = "changed" | "unchanged" | "not_member" | "last_owner" | "not_owner"
@@ -69,10 +73,11 @@ export class Memberships extends Context.Service<
         return yield* sql
           .withTransaction(
             Effect.gen(function* () {
-              const owners = (yield* sql`
+              const owners = (yield* Columns.all(OwnerRow)(sql`
                 SELECT user_id FROM memberships WHERE application_id = ${id} AND role = 'owner' ORDER BY user_id FOR UPDATE
-              `).map((row) => String(row.user_id))
-              if (!request.operatorAdmin && !owners.includes(actor.userId ?? "")) return "not_owner" as const
+              `)).map((row) => row.user_id)
+              const isOwner = actor.userId !== null && owners.includes(actor.userId)
+              if (!request.operatorAdmin && !isOwner) return "not_owner" as const
               const previous = yield* users.roleIn(user.id, id)
               if (previous === null && !request.add) return "not_member" as const
               if (previous === role) return "unchanged" as const

@@ -78,10 +78,10 @@ const readNow = Effect.gen(function* () {
     ? Option.isSome(yield* (yield* LiveRefunds).refresh(refundId.value))
       ? "provider_read"
       : "provider_nothing"
-    : yield* readCheckout(target.paymentId as Ids.PaymentId)
+    : yield* readCheckout(target.paymentId)
   yield* (yield* AuditLog).record((yield* SignedIn).actor, {
     action: "provider.read_now",
-    applicationId: target.applicationId as Ids.ApplicationId,
+    applicationId: target.applicationId,
     target: Option.isSome(refundId) ? refundId.value : target.paymentId,
     details: { payment_id: target.paymentId, outcome }
   })
