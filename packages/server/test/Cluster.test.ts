@@ -17,23 +17,16 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { availableParallelism, tmpdir } from "node:os"
 import { join } from "node:path"
-import { NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Application } from "@kassa/core"
-import { Array as Arr, ConfigProvider, Effect, Exit, Layer, Option, Redacted } from "effect"
+import { Array as Arr, ConfigProvider, Effect, Exit } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
-import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
 import * as Cluster from "../src/Cluster.ts"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
-import * as Database from "../src/database/Database.ts"
-import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import { scratchDatabase } from "./support/ScratchDatabase.ts"
 import { type SpawnedServer, spawnServer } from "./support/ServerProcess.ts"
-import { databases, freePort, maintenance, postgresUrl, reachable } from "./support/TestServer.ts"
+import { databases, freePort, reachable } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
-const adminToken = "cluster-admin-token-0123456789abcdef"
-const secretKey = "cluster-secret-key-0123456789abcdefgh"
 const redisUrl = process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
 const redisReachable = await reachable(redisUrl, 6379)
 
@@ -116,9 +109,7 @@ const createsCounted = async (metricsPort: number) => {
 }
 
 describe.runIf(databases.includes("postgres"))("KASSA_WORKERS=2 on PostgreSQL", () => {
-  const dbName = `kassa_cluster_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
-  const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()
-  const dataDir = mkdtempSync(join(tmpdir(), "kassa-cluster-"))
+  const db = scratchDatabase("cluster")
   let port = 0
   let metricsPort = 0
   let primary: Primary
@@ -128,62 +119,30 @@ describe.runIf(databases.includes("postgres"))("KASSA_WORKERS=2 on PostgreSQL", 
   let busyId = ""
   let paymentId = ""
 
-  const onDatabase = <A>(effect: Effect.Effect<A, unknown, PgClient.PgClient>) =>
-    Effect.runPromise(
-      effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })), Effect.scoped)
-    )
+  const onDatabase = db.run
 
   beforeAll(async () => {
     receiver = await startReceiver()
     receiver.answer({ status: 200, body: "ok" })
-    await maintenance(`CREATE DATABASE ${dbName}`)
+    await db.create()
     port = await freePort()
     metricsPort = await freePort()
-    primary = startPrimary({
-      DATABASE_URL: databaseUrl,
-      KASSA_WORKERS: "2",
-      KASSA_PORT: String(port),
-      KASSA_METRICS_PORT: String(metricsPort),
-      KASSA_ADMIN_TOKEN: adminToken,
-      KASSA_SECRET_KEY: secretKey,
-      KASSA_ENV: "development",
-      KASSA_DATA_DIR: dataDir,
-      ...(redisReachable ? { KASSA_REDIS_URL: redisUrl } : {})
-    })
+    primary = startPrimary(
+      db.serverEnv({
+        KASSA_WORKERS: "2",
+        KASSA_PORT: String(port),
+        KASSA_METRICS_PORT: String(metricsPort),
+        ...(redisReachable ? { KASSA_REDIS_URL: redisUrl } : {})
+      })
+    )
     await waitFor("two workers listening", () => (primary.output().match(/Kassa listening on/g) ?? []).length === 2)
     // Applications straight in the database, with the primary's migrations (this layer does not migrate).
-    const fixture = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
-      Layer.provideMerge(Database.layer),
-      Layer.provideMerge(ServerSecrets.layer),
-      Layer.provideMerge(NodeCrypto.layer),
-      Layer.provide(
-        ServerConfig.layerWith({
-          databaseUrl: Option.some(Redacted.make(databaseUrl)),
-          adminToken: Option.some(Redacted.make(adminToken)),
-          secretKey: Option.some(Redacted.make(secretKey)),
-          dataDir,
-          migrate: false
-        })
-      )
-    )
     const make = (name: string, limit: number, webhook: boolean) =>
-      Effect.gen(function* () {
-        const application = yield* (yield* ApplicationRepository).create(
-          {
-            ...Application.defaults,
-            name,
-            status: "active",
-            rate_limit_per_minute: limit,
-            ...(webhook ? { webhook_url: receiver.url("/hook") } : {})
-          },
-          `whsec_${"C".repeat(32)}`
-        )
-        const issued = yield* (yield* ApiKeyRepository).issue(application.id, "test")
-        return { id: application.id, key: issued.key }
-      })
-    const made = await Effect.runPromise(
-      Effect.all([make("Busy shop", 1_000_000, true), make("Limited shop", 10, false)]).pipe(Effect.provide(fixture))
-    )
+      db.seedApplication(
+        { name, rate_limit_per_minute: limit, ...(webhook ? { webhook_url: receiver.url("/hook") } : {}) },
+        { mode: "test", webhookSecret: `whsec_${"C".repeat(32)}`, migrate: false }
+      )
+    const made = [await make("Busy shop", 1_000_000, true), await make("Limited shop", 10, false)]
     busyId = made[0].id
     busyKey = made[0].key
     limitedKey = made[1].key
@@ -195,8 +154,7 @@ describe.runIf(databases.includes("postgres"))("KASSA_WORKERS=2 on PostgreSQL", 
       primary.child.kill("SIGKILL")
     }
     await receiver?.close()
-    await maintenance(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
-    rmSync(dataDir, { recursive: true, force: true })
+    await db.drop()
   }, 60_000)
 
   it("migrates once and prints the first-start banner once for two workers", () => {

@@ -7,24 +7,10 @@
  * (PostgreSQL rolls back the dead connection's transaction and drops its advisory lock): the retries after the
  * restart never wait out a 60 s stale lock.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeCrypto } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { Application } from "@kassa/core"
-import { Effect, Layer, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
-import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
-import { ServerConfig } from "../src/config/ServerConfig.ts"
-import * as Database from "../src/database/Database.ts"
-import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import { scratchDatabase } from "./support/ScratchDatabase.ts"
 import { type ServerProcess, startServerProcess } from "./support/ServerProcess.ts"
-import { databases, freePort, maintenance, postgresUrl } from "./support/TestServer.ts"
-
-const adminToken = "crash-admin-token-0123456789abcdef"
-const secretKey = "crash-secret-key-0123456789abcdef"
+import { databases, freePort } from "./support/TestServer.ts"
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
@@ -35,9 +21,7 @@ interface Answer {
 }
 
 describe.runIf(databases.includes("postgres"))("a server killed mid-burst", () => {
-  const dbName = `kassa_crash_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
-  const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()
-  const dataDir = mkdtempSync(join(tmpdir(), "kassa-crash-"))
+  const db = scratchDatabase("crash")
   let port = 0
   let server: ServerProcess | undefined
   let testKey = ""
@@ -45,13 +29,7 @@ describe.runIf(databases.includes("postgres"))("a server killed mid-burst", () =
   const startChild = async () => {
     server = await startServerProcess({
       port,
-      env: {
-        DATABASE_URL: databaseUrl,
-        KASSA_ADMIN_TOKEN: adminToken,
-        KASSA_SECRET_KEY: secretKey,
-        KASSA_ENV: "development",
-        KASSA_DATA_DIR: dataDir
-      },
+      env: db.serverEnv(),
       timeoutMs: 60_000
     })
   }
@@ -85,42 +63,18 @@ describe.runIf(databases.includes("postgres"))("a server killed mid-burst", () =
 
   beforeAll(async () => {
     port = await freePort()
-    await maintenance(`CREATE DATABASE ${dbName}`)
+    await db.create()
     // The fixture: migrate the database and make an application with a test key, through the repositories.
-    const config = ServerConfig.layerWith({
-      databaseUrl: Option.some(Redacted.make(databaseUrl)),
-      adminToken: Option.some(Redacted.make(adminToken)),
-      secretKey: Option.some(Redacted.make(secretKey)),
-      dataDir
-    })
-    const fixture = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
-      Layer.provideMerge(Database.layer),
-      Layer.provideMerge(ServerSecrets.layer),
-      Layer.provideMerge(NodeCrypto.layer),
-      Layer.provide(config)
+    const seeded = await db.seedApplication(
+      { name: "Crash shop", return_url_host: "shop.example", rate_limit_per_minute: 1_000_000 },
+      { mode: "test", webhookSecret: `whsec_${"C".repeat(32)}` }
     )
-    testKey = await Effect.runPromise(
-      Effect.gen(function* () {
-        const applications = yield* ApplicationRepository
-        const application = yield* applications.create(
-          {
-            ...Application.defaults,
-            name: "Crash shop",
-            status: "active",
-            return_url_host: "shop.example",
-            rate_limit_per_minute: 1_000_000
-          },
-          `whsec_${"C".repeat(32)}`
-        )
-        return (yield* (yield* ApiKeyRepository).issue(application.id, "test")).key
-      }).pipe(Effect.provide(fixture))
-    )
+    testKey = seeded.key
   })
 
   afterAll(async () => {
     await killChild()
-    await maintenance(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
-    rmSync(dataDir, { recursive: true, force: true })
+    await db.drop()
   })
 
   it("no key and no order reference gets a second payment, and every 201 received survives", async () => {
@@ -180,14 +134,11 @@ describe.runIf(databases.includes("postgres"))("a server killed mid-burst", () =
       expect(await fetched.text()).toBe(first?.text)
     }
 
-    const counts = await Effect.runPromise(
-      Effect.gen(function* () {
-        const sql = yield* PgClient.PgClient
-        return yield* sql`
-          SELECT order_reference, count(*)::int AS payments, count(DISTINCT idempotency_key)::int AS keys
-          FROM payments GROUP BY order_reference
-        `
-      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })), Effect.scoped)
+    const counts = await db.query(
+      (sql) => sql`
+        SELECT order_reference, count(*)::int AS payments, count(DISTINCT idempotency_key)::int AS keys
+        FROM payments GROUP BY order_reference
+      `
     )
     expect(counts).toHaveLength(requests.length)
     for (const row of counts) expect(row, String(row.order_reference)).toMatchObject({ payments: 1, keys: 1 })

@@ -7,47 +7,18 @@
  * The events are written straight into the outbox tables, 1,000 in one transaction, as the payment code would write
  * them one change at a time; the commit's NOTIFY wakes both processes.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Application } from "@kassa/core"
-import { Array as Arr, Effect, Layer, Option, Redacted } from "effect"
+import { Array as Arr, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
-import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
-import { ServerConfig } from "../src/config/ServerConfig.ts"
-import * as Database from "../src/database/Database.ts"
-import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import { scratchDatabase } from "./support/ScratchDatabase.ts"
 import { type ServerProcess, startServerProcess } from "./support/ServerProcess.ts"
 import { databases, freePort } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
-const postgresUrl = process.env.KASSA_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
-const adminToken = "deliveries-admin-token-0123456789abcdef"
-const secretKey = "deliveries-secret-key-0123456789abcdef"
-
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
-const onDatabase = <A>(url: string, effect: Effect.Effect<A, unknown, PgClient.PgClient>) =>
-  Effect.runPromise(
-    effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.scoped)
-  )
-
-const maintenance = (statement: string) =>
-  onDatabase(
-    postgresUrl,
-    Effect.gen(function* () {
-      const sql = yield* PgClient.PgClient
-      yield* sql.unsafe(statement)
-    })
-  )
-
 describe.runIf(databases.includes("postgres"))("two server processes on one PostgreSQL", () => {
-  const dbName = `kassa_deliveries_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
-  const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()
-  const dataDir = mkdtempSync(join(tmpdir(), "kassa-deliveries-"))
+  const db = scratchDatabase("deliveries")
   const processes = new Map<string, ServerProcess>()
   const ports = new Map<string, number>()
   let receiver: WebhookReceiver
@@ -60,13 +31,7 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
     const started = await startServerProcess({
       port,
       name,
-      env: {
-        DATABASE_URL: databaseUrl,
-        KASSA_ADMIN_TOKEN: adminToken,
-        KASSA_SECRET_KEY: secretKey,
-        KASSA_ENV: "development",
-        KASSA_DATA_DIR: dataDir
-      }
+      env: db.serverEnv()
     })
     processes.set(name, started)
     return port
@@ -78,8 +43,7 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
 
   /** Writes `count` events, each with a pending delivery due now, in one transaction; returns their ids. */
   const insertEvents = (count: number) =>
-    onDatabase(
-      databaseUrl,
+    db.run(
       Effect.gen(function* () {
         const sql = yield* PgClient.PgClient
         const now = new Date()
@@ -118,8 +82,7 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
     )
 
   const statusCounts = () =>
-    onDatabase(
-      databaseUrl,
+    db.run(
       Effect.gen(function* () {
         const sql = yield* PgClient.PgClient
         const rows = yield* sql`SELECT status, count(*)::int AS n FROM deliveries GROUP BY status`
@@ -129,8 +92,7 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
 
   /** How many deliveries took how many attempts. */
   const attemptCounts = () =>
-    onDatabase(
-      databaseUrl,
+    db.run(
       Effect.gen(function* () {
         const sql = yield* PgClient.PgClient
         const rows = yield* sql`SELECT attempt_count, count(*)::int AS n FROM deliveries GROUP BY attempt_count`
@@ -140,8 +102,7 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
 
   /** How many processes hold leases on pending deliveries right now. */
   const leaseOwners = () =>
-    onDatabase(
-      databaseUrl,
+    db.run(
       Effect.gen(function* () {
         const sql = yield* PgClient.PgClient
         const [row] = yield* sql`
@@ -174,34 +135,10 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
   beforeAll(async () => {
     receiver = await startReceiver()
     receiver.answer({ status: 200, body: "ok" })
-    await maintenance(`CREATE DATABASE ${dbName}`)
-    const config = ServerConfig.layerWith({
-      databaseUrl: Option.some(Redacted.make(databaseUrl)),
-      adminToken: Option.some(Redacted.make(adminToken)),
-      secretKey: Option.some(Redacted.make(secretKey)),
-      dataDir
-    })
-    const fixture = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
-      Layer.provideMerge(Database.layer),
-      Layer.provideMerge(ServerSecrets.layer),
-      Layer.provideMerge(NodeCrypto.layer),
-      Layer.provide(config)
-    )
-    const { id, key } = await Effect.runPromise(
-      Effect.gen(function* () {
-        const application = yield* (yield* ApplicationRepository).create(
-          {
-            ...Application.defaults,
-            name: "Busy shop",
-            status: "active",
-            webhook_url: receiver.url("/hook"),
-            rate_limit_per_minute: 1_000_000
-          },
-          `whsec_${"D".repeat(32)}`
-        )
-        const issued = yield* (yield* ApiKeyRepository).issue(application.id, "test")
-        return { id: application.id, key: issued.key }
-      }).pipe(Effect.provide(fixture))
+    await db.create()
+    const { id, key } = await db.seedApplication(
+      { name: "Busy shop", webhook_url: receiver.url("/hook"), rate_limit_per_minute: 1_000_000 },
+      { mode: "test", webhookSecret: `whsec_${"D".repeat(32)}` }
     )
     applicationId = id
     const [portA] = await Promise.all([start("a"), start("b")])
@@ -219,8 +156,7 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
     await kill("a")
     await kill("b")
     await receiver?.close()
-    await maintenance(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
-    rmSync(dataDir, { recursive: true, force: true })
+    await db.drop()
   })
 
   it("1,000 events to a healthy receiver: each arrives exactly once", async () => {

@@ -14,26 +14,11 @@
  * The 60 s lock is not waited out: the test moves the record's `locked_at` back by 61 s, which is what waiting does
  * to the decision (core `IdempotencyDecision.decide` compares it with the time).
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeCrypto } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { Application } from "@kassa/core"
-import { Effect, Layer, Option, Redacted } from "effect"
-import type { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
-import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
-import { ServerConfig } from "../src/config/ServerConfig.ts"
-import * as Database from "../src/database/Database.ts"
-import { ServerSecrets } from "../src/security/ServerSecrets.ts"
 import { type FakeStripe, type Fault, startFakeStripe } from "./support/FakeStripe.ts"
+import { scratchDatabase } from "./support/ScratchDatabase.ts"
 import { type ServerProcess, startServerProcess } from "./support/ServerProcess.ts"
-import { databases, freePort, maintenance, postgresUrl } from "./support/TestServer.ts"
-
-const adminToken = "live-crash-admin-token-0123456789abcdef"
-const secretKey = "live-crash-secret-key-0123456789abcdef"
+import { databases, freePort } from "./support/TestServer.ts"
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
@@ -44,9 +29,8 @@ interface Answer {
 }
 
 describe.runIf(databases.includes("postgres"))("a server killed between its Stripe call and the commit", () => {
-  const dbName = `kassa_live_crash_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
-  const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` }).toString()
-  const dataDir = mkdtempSync(join(tmpdir(), "kassa-live-crash-"))
+  const db = scratchDatabase("live_crash")
+  const { query } = db
   let port = 0
   let fake: FakeStripe
   let server: ServerProcess | undefined
@@ -56,25 +40,10 @@ describe.runIf(databases.includes("postgres"))("a server killed between its Stri
   const startChild = async () => {
     server = await startServerProcess({
       port,
-      env: {
-        DATABASE_URL: databaseUrl,
-        KASSA_ADMIN_TOKEN: adminToken,
-        KASSA_SECRET_KEY: secretKey,
-        KASSA_ENV: "development",
-        KASSA_DATA_DIR: dataDir,
-        KASSA_BASE_URL: `http://127.0.0.1:${port}`,
-        KASSA_STRIPE_API_URL: fake.url
-      },
+      env: db.serverEnv({ KASSA_BASE_URL: `http://127.0.0.1:${port}`, KASSA_STRIPE_API_URL: fake.url }),
       timeoutMs: 60_000
     })
   }
-
-  const query = <A extends object>(run: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>
-    Effect.runPromise(
-      Effect.gen(function* () {
-        return yield* run(yield* PgClient.PgClient)
-      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })), Effect.scoped)
-    )
 
   const request = async (path: string, init: { method?: string; key: string; body?: unknown; headers?: object }) => {
     const response = await fetch(`http://127.0.0.1:${port}${path}`, {
@@ -104,27 +73,10 @@ describe.runIf(databases.includes("postgres"))("a server killed between its Stri
   beforeAll(async () => {
     port = await freePort()
     fake = await startFakeStripe()
-    await maintenance(`CREATE DATABASE ${dbName}`)
-    const config = ServerConfig.layerWith({
-      databaseUrl: Option.some(Redacted.make(databaseUrl)),
-      adminToken: Option.some(Redacted.make(adminToken)),
-      secretKey: Option.some(Redacted.make(secretKey)),
-      dataDir
-    })
-    const fixture = Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
-      Layer.provideMerge(Database.layer),
-      Layer.provideMerge(ServerSecrets.layer),
-      Layer.provideMerge(NodeCrypto.layer),
-      Layer.provide(config)
-    )
-    const made = await Effect.runPromise(
-      Effect.gen(function* () {
-        const application = yield* (yield* ApplicationRepository).create(
-          { ...Application.defaults, name: "Teapot shop", status: "active", return_url_host: "shop.example" },
-          `whsec_${"T".repeat(32)}`
-        )
-        return { id: application.id, key: (yield* (yield* ApiKeyRepository).issue(application.id, "live")).key }
-      }).pipe(Effect.provide(fixture))
+    await db.create()
+    const made = await db.seedApplication(
+      { name: "Teapot shop", return_url_host: "shop.example" },
+      { mode: "live", webhookSecret: `whsec_${"T".repeat(32)}` }
     )
     liveKey = made.key
     applicationId = made.id
@@ -132,7 +84,7 @@ describe.runIf(databases.includes("postgres"))("a server killed between its Stri
     const account = fake.addAccount({ livemode: true })
     const linked = await request(`/admin/api/v1/applications/${applicationId}/provider-account`, {
       method: "PUT",
-      key: adminToken,
+      key: db.adminToken,
       body: { provider: "stripe", secret_key: account.key }
     })
     expect(linked.status, linked.text).toBe(200)
@@ -141,8 +93,7 @@ describe.runIf(databases.includes("postgres"))("a server killed between its Stri
   afterAll(async () => {
     await server?.kill()
     await fake?.close()
-    await maintenance(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)
-    rmSync(dataDir, { recursive: true, force: true })
+    await db.drop()
   })
 
   /**
