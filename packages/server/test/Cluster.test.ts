@@ -18,7 +18,7 @@ import { request as httpRequest } from "node:http"
 import { availableParallelism, tmpdir } from "node:os"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
-import { Array as Arr, ConfigProvider, Effect, Exit } from "effect"
+import { ConfigProvider, Effect, Exit } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Cluster from "../src/Cluster.ts"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
@@ -178,41 +178,7 @@ describe.runIf(databases.includes("postgres"))("KASSA_WORKERS=2 on PostgreSQL", 
   }, 60_000)
 
   it("300 events: each delivered exactly once by the workers together", async () => {
-    const ids = await onDatabase(
-      Effect.gen(function* () {
-        const sql = yield* PgClient.PgClient
-        const now = new Date()
-        const events = Array.from({ length: 300 }, () => {
-          const id = `evt_${crypto.randomUUID()}`
-          return {
-            id,
-            application_id: busyId,
-            payment_id: paymentId,
-            mode: "test",
-            event: "payment.paid",
-            body: JSON.stringify({ id, event: "payment.paid", created_at: now.toISOString(), data: { id: paymentId } }),
-            created_at: now
-          }
-        })
-        const deliveries = events.map((event) => ({
-          id: crypto.randomUUID(),
-          event_id: event.id,
-          application_id: busyId,
-          status: "pending",
-          next_attempt_at: now,
-          created_at: now,
-          updated_at: now
-        }))
-        if (!Arr.isArrayNonEmpty(events) || !Arr.isArrayNonEmpty(deliveries)) return []
-        yield* sql.withTransaction(
-          Effect.gen(function* () {
-            yield* sql`INSERT INTO events ${sql.insert(events)}`
-            yield* sql`INSERT INTO deliveries ${sql.insert(deliveries)}`
-          })
-        )
-        return events.map((event) => event.id)
-      })
-    )
+    const ids = await db.insertPaidEvents({ applicationId: busyId, paymentId, count: 300 })
     const succeeded = () =>
       onDatabase(
         Effect.gen(function* () {

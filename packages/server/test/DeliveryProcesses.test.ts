@@ -8,7 +8,7 @@
  * them one change at a time; the commit's NOTIFY wakes both processes.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Array as Arr, Effect } from "effect"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { scratchDatabase } from "./support/ScratchDatabase.ts"
 import { type ServerProcess, startServerProcess } from "./support/ServerProcess.ts"
@@ -41,45 +41,7 @@ describe.runIf(databases.includes("postgres"))("two server processes on one Post
     await processes.get(name)?.kill()
   }
 
-  /** Writes `count` events, each with a pending delivery due now, in one transaction; returns their ids. */
-  const insertEvents = (count: number) =>
-    db.run(
-      Effect.gen(function* () {
-        const sql = yield* PgClient.PgClient
-        const now = new Date()
-        const events = Array.from({ length: count }, (): Record<string, unknown> & { id: string } => {
-          const id = `evt_${crypto.randomUUID()}`
-          return {
-            id,
-            application_id: applicationId,
-            payment_id: paymentId,
-            mode: "test",
-            event: "payment.paid",
-            body: JSON.stringify({ id, event: "payment.paid", created_at: now.toISOString(), data: { id: paymentId } }),
-            created_at: now
-          }
-        })
-        const deliveries = events.map(
-          (event): Record<string, unknown> => ({
-            id: crypto.randomUUID(),
-            event_id: event.id,
-            application_id: applicationId,
-            status: "pending",
-            next_attempt_at: now,
-            created_at: now,
-            updated_at: now
-          })
-        )
-        if (!Arr.isArrayNonEmpty(events) || !Arr.isArrayNonEmpty(deliveries)) return []
-        yield* sql.withTransaction(
-          Effect.gen(function* () {
-            yield* sql`INSERT INTO events ${sql.insert(events)}`
-            yield* sql`INSERT INTO deliveries ${sql.insert(deliveries)}`
-          })
-        )
-        return events.map((event) => event.id)
-      })
-    )
+  const insertEvents = (count: number) => db.insertPaidEvents({ applicationId, paymentId, count })
 
   const statusCounts = () =>
     db.run(

@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Application, type Mode } from "@kassa/core"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Array as Arr, Effect, Layer, Option, Redacted } from "effect"
 import type { SqlClient } from "effect/sql"
 import { ApiKeyRepository } from "../../src/applications/ApiKeyRepository.ts"
 import { ApplicationRepository, type NewApplication } from "../../src/applications/ApplicationRepository.ts"
@@ -43,6 +43,16 @@ export interface ScratchDatabase {
   ) => Promise<ReadonlyArray<A>>
   /** Any effect on the database, over one connection of its own. */
   readonly run: <A>(effect: Effect.Effect<A, unknown, PgClient.PgClient>) => Promise<A>
+  /**
+   * Writes `count` payment.paid events of the payment, each with a pending delivery due now, straight into the outbox
+   * tables in one transaction (as the payment code writes them one change at a time; the commit's NOTIFY wakes the
+   * delivery engines); answers their ids.
+   */
+  readonly insertPaidEvents: (options: {
+    readonly applicationId: string
+    readonly paymentId: string
+    readonly count: number
+  }) => Promise<ReadonlyArray<string>>
   /** DROP DATABASE (closing whatever is still connected) and remove the data dir; call it in afterAll. */
   readonly drop: () => Promise<void>
 }
@@ -95,6 +105,43 @@ export const scratchDatabase = (prefix: string): ScratchDatabase => {
     )
   }
 
+  const insertPaidEvents: ScratchDatabase["insertPaidEvents"] = ({ applicationId, paymentId, count }) =>
+    run(
+      Effect.gen(function* () {
+        const sql = yield* PgClient.PgClient
+        const now = new Date()
+        const events = Array.from({ length: count }, () => {
+          const id = `evt_${crypto.randomUUID()}`
+          return {
+            id,
+            application_id: applicationId,
+            payment_id: paymentId,
+            mode: "test",
+            event: "payment.paid",
+            body: JSON.stringify({ id, event: "payment.paid", created_at: now.toISOString(), data: { id: paymentId } }),
+            created_at: now
+          }
+        })
+        const deliveries = events.map((event) => ({
+          id: crypto.randomUUID(),
+          event_id: event.id,
+          application_id: applicationId,
+          status: "pending",
+          next_attempt_at: now,
+          created_at: now,
+          updated_at: now
+        }))
+        if (!Arr.isArrayNonEmpty(events) || !Arr.isArrayNonEmpty(deliveries)) return []
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO events ${sql.insert(events)}`
+            yield* sql`INSERT INTO deliveries ${sql.insert(deliveries)}`
+          })
+        )
+        return events.map((event) => event.id)
+      })
+    )
+
   return {
     name,
     url,
@@ -113,6 +160,7 @@ export const scratchDatabase = (prefix: string): ScratchDatabase => {
     seedApplication,
     query,
     run,
+    insertPaidEvents,
     drop: async () => {
       await maintenance(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
       rmSync(dataDir, { recursive: true, force: true })
