@@ -4,21 +4,45 @@
  * and who requested each live refund. Every query is scoped to one application, so an id of another application's
  * object finds nothing. Nothing here writes: changes go through the services (Payments, repositories).
  */
-import { Ids, Mode, Payment, type WebhookEvent } from "@kassa/core"
-import { DateTime, Effect, Option } from "effect"
+import { Delivery, Ids, Mode, Payment, WebhookEvent } from "@kassa/core"
+import { DateTime, Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import type { PaymentSummary, TimelineEntry } from "../pages/dashboard/Views.ts"
-import type { DeliveryStatus } from "../webhooks/DeliveryRepository.ts"
 import * as PaymentSearch from "./PaymentSearch.ts"
-
-const utc = (value: unknown): DateTime.Utc => DateTime.makeUnsafe(value as Date)
-const utcOrNull = (value: unknown) => (value === null || value === undefined ? null : utc(value))
-const textOrNull = (value: unknown) => (value === null || value === undefined ? null : String(value))
 
 /** `('test'), ('live')` and every status likewise: rows to count by (constants of the schema, no input). */
 const valueRows = (values: ReadonlyArray<string>) => values.map((value) => `('${value}')`).join(", ")
 const modeRows = valueRows(Mode.Mode.literals)
 const statusRows = valueRows(Payment.PaymentStatus.literals)
+
+/** The overview's payments of one mode in the period, and how many of them were paid. */
+const PaymentCountsRow = Schema.Struct({ mode: Mode.Mode, payments: Columns.Integer, paid: Columns.NullableInteger })
+
+/** The overview's failed and retrying deliveries of one mode. */
+const DeliveryCountsRow = Schema.Struct({ mode: Mode.Mode, failed: Columns.Integer, retrying: Columns.Integer })
+
+const ModeRow = Schema.Struct({ mode: Mode.Mode })
+
+/**
+ * An event of a payment with its delivery (every delivery column null when it has none, as a left join reads it)
+ * and that delivery's latest attempt.
+ */
+const TimelineRow = Schema.Struct({
+  event_id: Ids.EventId,
+  event: WebhookEvent.EventName,
+  created_at: Columns.Timestamp,
+  delivery_id: Schema.NullOr(Ids.DeliveryId),
+  delivery_status: Schema.NullOr(Delivery.DeliveryStatus),
+  next_attempt_at: Columns.NullableTimestamp,
+  response_status: Columns.NullableInteger,
+  error: Schema.NullOr(Schema.String),
+  attempts: Columns.Integer
+})
+
+const RequesterRow = Schema.Struct({ id: Ids.RefundId, email: Schema.String })
+
+const BodyRow = Schema.Struct({ body: Schema.String })
 
 /** Counts of one mode for the overview. */
 export interface ModeCounts {
@@ -60,7 +84,7 @@ export const make = (sql: SqlClient.SqlClient) => {
     const from = DateTime.toDateUtc(since)
     // One index-only range of payments_status (application_id, mode, status, created_at …) per mode and status: the
     // count reads the period's index entries, never the table.
-    const payments = yield* sql`
+    const payments = yield* Columns.all(PaymentCountsRow)(sql`
       SELECT m.mode, sum(c.n)::int AS payments,
         (sum(c.n) FILTER (WHERE s.status IN ('paid', 'partially_refunded', 'refunded')))::int AS paid
       FROM (VALUES ${sql.literal(modeRows)}) AS m (mode) CROSS JOIN (VALUES ${sql.literal(statusRows)}) AS s (status)
@@ -70,9 +94,9 @@ export const make = (sql: SqlClient.SqlClient) => {
             AND p.created_at >= ${from}
         ) c
       GROUP BY m.mode
-    `
+    `)
     // deliveries.mode (0004) spares the join to events; each count is a range of deliveries_application_status.
-    const deliveries = yield* sql`
+    const deliveries = yield* Columns.all(DeliveryCountsRow)(sql`
       SELECT mode,
         count(*) FILTER (WHERE status = 'failed')::int AS failed,
         count(*) FILTER (WHERE status = 'pending')::int AS retrying
@@ -80,15 +104,15 @@ export const make = (sql: SqlClient.SqlClient) => {
       WHERE application_id = ${applicationId}
         AND ((status = 'failed' AND created_at >= ${from}) OR (status = 'pending' AND attempt_count > 0))
       GROUP BY mode
-    `
+    `)
     const counts = (mode: Mode.Mode): ModeCounts => {
       const p = payments.find((row) => row.mode === mode)
       const d = deliveries.find((row) => row.mode === mode)
       return {
-        payments: Number(p?.payments ?? 0),
-        paid: Number(p?.paid ?? 0),
-        failedDeliveries: Number(d?.failed ?? 0),
-        retryingDeliveries: Number(d?.retrying ?? 0)
+        payments: p?.payments ?? 0,
+        paid: p?.paid ?? 0,
+        failedDeliveries: d?.failed ?? 0,
+        retryingDeliveries: d?.retrying ?? 0
       }
     }
     return { test: counts("test"), live: counts("live") } satisfies Overview
@@ -100,17 +124,16 @@ export const make = (sql: SqlClient.SqlClient) => {
 
   /** The mode of one of the application's payments; none for another application's or an unknown id. */
   const paymentMode = (applicationId: Ids.ApplicationId, paymentId: Ids.PaymentId) =>
-    sql`SELECT mode FROM payments WHERE id = ${paymentId} AND application_id = ${applicationId}`.pipe(
-      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.mode as Mode.Mode)),
-      Effect.orDie
-    )
+    Columns.first(ModeRow)(
+      sql`SELECT mode FROM payments WHERE id = ${paymentId} AND application_id = ${applicationId}`
+    ).pipe(Effect.map(Option.map((row) => row.mode)), Effect.orDie)
 
   /** A payment's events, oldest first, each with its delivery and the delivery's latest attempt. */
   const timeline = Effect.fn("ApplicationQueries.timeline")(function* (
     applicationId: Ids.ApplicationId,
     paymentId: Ids.PaymentId
   ) {
-    const rows = yield* sql`
+    const rows = yield* Columns.all(TimelineRow)(sql`
       SELECT e.id AS event_id, e.event, e.created_at, d.id AS delivery_id, d.status AS delivery_status,
         d.next_attempt_at, last.response_status, last.error, coalesce(last.number, 0) AS attempts
       FROM events e
@@ -121,22 +144,22 @@ export const make = (sql: SqlClient.SqlClient) => {
       ) last ON true
       WHERE e.payment_id = ${paymentId} AND e.application_id = ${applicationId}
       ORDER BY e.created_at, e.id
-    `
+    `)
     return rows.map(
       (row): TimelineEntry => ({
-        eventId: String(row.event_id),
-        event: row.event as WebhookEvent.EventName,
-        createdAt: utc(row.created_at),
+        eventId: row.event_id,
+        event: row.event,
+        createdAt: row.created_at,
         delivery:
-          row.delivery_id === null
+          row.delivery_id === null || row.delivery_status === null
             ? null
             : {
-                id: Ids.DeliveryId.make(String(row.delivery_id)),
-                status: row.delivery_status as DeliveryStatus,
-                attempts: Number(row.attempts),
-                nextAttemptAt: utcOrNull(row.next_attempt_at),
-                lastStatus: row.response_status === null ? null : Number(row.response_status),
-                lastError: textOrNull(row.error)
+                id: row.delivery_id,
+                status: row.delivery_status,
+                attempts: row.attempts,
+                nextAttemptAt: row.next_attempt_at,
+                lastStatus: row.response_status,
+                lastError: row.error
               }
       })
     )
@@ -144,22 +167,19 @@ export const make = (sql: SqlClient.SqlClient) => {
 
   /** Who requested each of a payment's refunds from the dashboard (refund id → e-mail address). */
   const refundRequesters = (paymentId: Ids.PaymentId) =>
-    sql`
+    Columns.all(RequesterRow)(sql`
       SELECT r.id, u.email FROM refunds r JOIN users u ON u.id = r.requested_by WHERE r.payment_id = ${paymentId}
-    `.pipe(
-      Effect.map((rows) => new Map(rows.map((row) => [String(row.id), String(row.email)] as const))),
+    `).pipe(
+      Effect.map((rows) => new Map(rows.map((row): readonly [string, string] => [row.id, row.email]))),
       Effect.orDie
     )
 
   /** The exact body of a delivery's event (what every attempt sends). */
   const eventBody = (applicationId: Ids.ApplicationId, deliveryId: Ids.DeliveryId) =>
-    sql`
+    Columns.first(BodyRow)(sql`
       SELECT e.body FROM deliveries d JOIN events e ON e.id = d.event_id
       WHERE d.id = ${deliveryId} AND d.application_id = ${applicationId}
-    `.pipe(
-      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => String(row.body))),
-      Effect.orDie
-    )
+    `).pipe(Effect.map(Option.map((row) => row.body)), Effect.orDie)
 
   return { overview, payments, paymentMode, timeline, refundRequesters, eventBody }
 }

@@ -3,9 +3,10 @@
  * filters, newest first, cursor paging. An application's list is this search with its id fixed, so a cursor or id of
  * another application's payment finds nothing there.
  */
-import { type Ids, Mode, type Payment } from "@kassa/core"
-import { DateTime, Effect } from "effect"
+import { Ids, Mode, Payment } from "@kassa/core"
+import { DateTime, Effect, Option, Schema } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import { likeLiteral } from "../database/Like.ts"
 import type { PaymentSummary } from "../pages/dashboard/Views.ts"
 import * as PaymentRepository from "../payments/PaymentRepository.ts"
@@ -33,6 +34,29 @@ export interface Page<A> {
 }
 
 export type PaymentPage = Page<PaymentSummary>
+
+/** Where a page starts after: the previous page's last payment's place in the list. */
+const CursorRow = Schema.Struct({ created_at: Columns.Timestamp, seq: Columns.Integer })
+
+/**
+ * A payment as a list shows it, with its application's name. The row schema takes the database's CHECK values
+ * (statuses, modes), not the core's input rules: a stricter one would make every list holding an old row fail.
+ */
+const SummaryRow = Schema.Struct({
+  id: Ids.PaymentId,
+  application_id: Ids.ApplicationId,
+  application_name: Schema.String,
+  mode: Mode.Mode,
+  status: Payment.PaymentStatus,
+  amount: Columns.Integer,
+  refunded_amount: Columns.Integer,
+  currency: Schema.String,
+  method: Schema.String,
+  order_reference: Schema.String,
+  customer_email: Schema.NullOr(Schema.String),
+  expires_at: Columns.Timestamp,
+  created_at: Columns.Timestamp
+})
 
 /** `LIKE` pattern of a prefix: `%`, `_` and the escape character itself match only themselves. */
 export const likePrefix = (prefix: string) => `${likeLiteral(prefix)}%`
@@ -74,12 +98,12 @@ export const search = (sql: SqlClient.SqlClient) =>
           : sql`order_reference = ${query.orderReference}`
       )
     if (query.startingAfter !== undefined) {
-      const [after] = yield* sql`
+      const after = yield* Columns.first(CursorRow)(sql`
         SELECT created_at, seq FROM payments p WHERE p.id = ${query.startingAfter}
           AND (${query.applicationId ?? null}::uuid IS NULL OR p.application_id = ${query.applicationId ?? null}::uuid)
-      `
-      if (after !== undefined)
-        clauses.push(sql`(created_at, seq) < (${after.created_at as Date}, ${after.seq as bigint})`)
+      `)
+      if (Option.isSome(after))
+        clauses.push(sql`(created_at, seq) < (${DateTime.toDateUtc(after.value.created_at)}, ${after.value.seq})`)
     }
     // An application's list in both modes reads each mode's index range (application_id, mode, …) on its own.
     const modes =
@@ -90,30 +114,31 @@ export const search = (sql: SqlClient.SqlClient) =>
           : [[]]
     const statuses = PaymentRepository.statusBranches(sql, query.status, yield* DateTime.now)
     const branches = modes.flatMap((mode) => statuses.map((status) => [...mode, ...status]))
+    // Only the customer's e-mail address is shown: the database takes it out of the jsonb, as text (or null).
     const columns = sql`id, application_id, mode, status, amount, refunded_amount, currency, method, order_reference,
-      customer, expires_at, created_at, seq`
-    const rows = yield* sql`
+      customer ->> 'email' AS customer_email, expires_at, created_at, seq`
+    const rows = yield* Columns.all(SummaryRow)(sql`
       SELECT p.*, a.name AS application_name
       FROM (${PaymentRepository.newestFirst(sql, columns, clauses, branches, query.limit + 1)}) AS p
         JOIN applications a ON a.id = p.application_id
       ORDER BY p.created_at DESC, p.seq DESC
-    `
+    `)
     return {
       rows: rows.slice(0, query.limit).map(
         (row): PaymentSummary => ({
-          id: String(row.id),
-          applicationId: String(row.application_id),
-          applicationName: String(row.application_name),
-          mode: row.mode as Mode.Mode,
-          status: row.status as Payment.PaymentStatus,
-          amount: Number(row.amount),
-          refundedAmount: Number(row.refunded_amount),
-          currency: String(row.currency),
-          method: String(row.method),
-          orderReference: String(row.order_reference),
-          customerEmail: (row.customer as Payment.Customer | null)?.email ?? null,
-          expiresAt: row.expires_at as Date,
-          createdAt: row.created_at as Date
+          id: row.id,
+          applicationId: row.application_id,
+          applicationName: row.application_name,
+          mode: row.mode,
+          status: row.status,
+          amount: row.amount,
+          refundedAmount: row.refunded_amount,
+          currency: row.currency,
+          method: row.method,
+          orderReference: row.order_reference,
+          customerEmail: row.customer_email,
+          expiresAt: DateTime.toDateUtc(row.expires_at),
+          createdAt: DateTime.toDateUtc(row.created_at)
         })
       ),
       hasMore: rows.length > query.limit
