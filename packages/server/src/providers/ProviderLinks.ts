@@ -7,6 +7,7 @@
 import { type Ids, Text } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import * as SecretBox from "../security/SecretBox.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 import { type LinkAccess, ProviderLinkId, ProviderName } from "./ProviderConnector.ts"
@@ -14,7 +15,7 @@ import { type LinkAccess, ProviderLinkId, ProviderName } from "./ProviderConnect
 export const LinkStatus = Schema.Literals(["active", "retired"])
 export type LinkStatus = typeof LinkStatus.Type
 
-/** A row of `provider_links` as the driver returns it (timestamps as Date). */
+/** A row of `provider_links` (timestamps through the shared column schemas, database/Columns.ts). */
 const LinkRow = Schema.Struct({
   id: ProviderLinkId,
   application_id: Schema.String,
@@ -26,9 +27,9 @@ const LinkRow = Schema.Struct({
   webhook_endpoint_id: Schema.String,
   webhook_secret_encrypted: Schema.String,
   status: LinkStatus,
-  linked_at: Schema.DateTimeUtcFromDate,
-  retired_at: Schema.NullOr(Schema.DateTimeUtcFromDate),
-  endpoint_retired_at: Schema.NullOr(Schema.DateTimeUtcFromDate)
+  linked_at: Columns.Timestamp,
+  retired_at: Columns.NullableTimestamp,
+  endpoint_retired_at: Columns.NullableTimestamp
 })
 type LinkRow = typeof LinkRow.Type
 
