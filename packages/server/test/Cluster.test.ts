@@ -142,10 +142,11 @@ describe.runIf(databases.includes("postgres"))("KASSA_WORKERS=2 on PostgreSQL", 
         { name, rate_limit_per_minute: limit, ...(webhook ? { webhook_url: receiver.url("/hook") } : {}) },
         { mode: "test", webhookSecret: `whsec_${"C".repeat(32)}`, migrate: false }
       )
-    const made = [await make("Busy shop", 1_000_000, true), await make("Limited shop", 10, false)]
-    busyId = made[0].id
-    busyKey = made[0].key
-    limitedKey = made[1].key
+    const busy = await make("Busy shop", 1_000_000, true)
+    const limited = await make("Limited shop", 10, false)
+    busyId = busy.id
+    busyKey = busy.key
+    limitedKey = limited.key
   }, 120_000)
 
   afterAll(async () => {
