@@ -65,7 +65,8 @@ const StoredAction = Schema.Union([
 
 /** Every name `action` may be stored under: itself (or the act a retired name stands for) and its retired names. */
 const storedNames = (action: string): ReadonlyArray<string> => {
-  const current = retired[action] ?? action
+  // Own keys only: a filter typed by anyone (`__proto__`, `constructor`) must not read the prototype.
+  const current = (Object.hasOwn(retired, action) ? retired[action] : undefined) ?? action
   return [current, ...Object.keys(retired).filter((name) => retired[name] === current)]
 }
 
