@@ -252,6 +252,22 @@ export class Payments extends Context.Service<
         })
 
       /**
+       * A provider's answer settled on a locked payment: written (with its events) only when it changes the status or
+       * has events, its discrepancy recorded; the payment as it stands after.
+       */
+      const settleLocked = (stored: StoredPayment, settlement: ProviderSettlement.Settlement, now: DateTime.Utc) =>
+        Effect.gen(function* () {
+          const after =
+            settlement.events.length > 0 || settlement.payment.status !== stored.payment.status
+              ? (yield* apply(stored, settlement, now)).payment
+              : stored.payment
+          if (settlement.discrepancy !== null) {
+            yield* checkouts.recordDiscrepancy(stored.payment.id, settlement.discrepancy, now)
+          }
+          return after
+        })
+
+      /**
        * Lazy expiry of a locked payment. A live payment with a provider checkout is never expired here: its provider
        * decides, because money may already have moved (decisions §10, "Expiry and cancel ask Stripe first").
        */
@@ -871,13 +887,7 @@ export class Payments extends Context.Service<
                 closing: "cancel"
               })
               const { settlement } = decision
-              const after =
-                settlement.events.length > 0 || settlement.payment.status !== locked.value.payment.status
-                  ? (yield* apply(locked.value, settlement, now)).payment
-                  : locked.value.payment
-              if (settlement.discrepancy !== null) {
-                yield* checkouts.recordDiscrepancy(id, settlement.discrepancy, now)
-              }
+              const after = yield* settleLocked(locked.value, settlement, now)
               if (reading !== null) {
                 yield* checkouts.recordRead(
                   id,
@@ -1024,13 +1034,7 @@ export class Payments extends Context.Service<
                 { _tag: "Checkout", state: input.reading.state },
                 { now, visit: checkout.value.visit, closing: checkout.value.closing }
               )
-              const after =
-                settlement.events.length > 0 || settlement.payment.status !== locked.value.payment.status
-                  ? (yield* apply(locked.value, settlement, now)).payment
-                  : locked.value.payment
-              if (settlement.discrepancy !== null) {
-                yield* checkouts.recordDiscrepancy(input.paymentId, settlement.discrepancy, now)
-              }
+              const after = yield* settleLocked(locked.value, settlement, now)
               // Read again while pending (lost events, decisions §10); a final payment needs no more reads.
               const nextReadAt =
                 after.status === "pending"
@@ -1049,9 +1053,7 @@ export class Payments extends Context.Service<
               return { payment: Option.some(after), duplicate: false, before: locked.value.payment.status }
             })
           )
-          if (Option.isSome(outcome.payment) && outcome.before !== outcome.payment.value.status) {
-            yield* settled(outcome.payment.value)
-          }
+          yield* countIfSettled(outcome)
           return { payment: outcome.payment, duplicate: outcome.duplicate }
         },
         Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
@@ -1076,13 +1078,7 @@ export class Payments extends Context.Service<
                 visit: checkout.value.visit,
                 closing: "expire"
               })
-              const after =
-                settlement.events.length > 0 || settlement.payment.status !== locked.value.payment.status
-                  ? (yield* apply(locked.value, settlement, now)).payment
-                  : locked.value.payment
-              if (settlement.discrepancy !== null) {
-                yield* checkouts.recordDiscrepancy(input.paymentId, settlement.discrepancy, now)
-              }
+              const after = yield* settleLocked(locked.value, settlement, now)
               const nextReadAt = after.status === "pending" ? ProviderSettlement.Schedule.nextExpiryAttempt(now) : null
               yield* checkouts.recordRead(
                 input.paymentId,
@@ -1094,9 +1090,7 @@ export class Payments extends Context.Service<
               return { payment: Option.some(after), before: locked.value.payment.status }
             })
           )
-          if (Option.isSome(outcome.payment) && outcome.before !== outcome.payment.value.status) {
-            yield* settled(outcome.payment.value)
-          }
+          yield* countIfSettled(outcome)
           return outcome.payment
         },
         Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
@@ -1126,13 +1120,7 @@ export class Payments extends Context.Service<
                 visit: null,
                 closing: "expire"
               })
-              const after =
-                decision.events.length > 0 || decision.payment.status !== locked.value.payment.status
-                  ? (yield* apply(locked.value, decision, now)).payment
-                  : locked.value.payment
-              if (decision.discrepancy !== null) {
-                yield* checkouts.recordDiscrepancy(input.paymentId, decision.discrepancy, now)
-              }
+              const after = yield* settleLocked(locked.value, decision, now)
               if (decision.adopt && found !== null) {
                 yield* checkouts.adopt({ paymentId: input.paymentId, sessionId: found.sessionId, now })
                 yield* checkouts.recordRead(
@@ -1156,9 +1144,7 @@ export class Payments extends Context.Service<
               return { payment: Option.some(after), before: locked.value.payment.status }
             })
           )
-          if (Option.isSome(outcome.payment) && outcome.before !== outcome.payment.value.status) {
-            yield* settled(outcome.payment.value)
-          }
+          yield* countIfSettled(outcome)
           return outcome.payment
         },
         Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
@@ -1166,6 +1152,14 @@ export class Payments extends Context.Service<
 
       // Counted here, after the commit, by mode and outcome only (Metrics: no id, key or amount in a label).
       const settled = (payment: Payment.Payment) => Metrics.recordPaymentSettled(payment.mode, payment.status)
+      /** After a provider answer's commit: counted when it changed the payment's status. */
+      const countIfSettled = (outcome: {
+        readonly payment: Option.Option<Payment.Payment>
+        readonly before: Payment.PaymentStatus | null
+      }) =>
+        Option.isSome(outcome.payment) && outcome.before !== outcome.payment.value.status
+          ? settled(outcome.payment.value)
+          : Effect.void
       return Payments.of({
         create: (request) => {
           // A create that commits first answers in its second run (IdempotencyStore): only that one is counted.
