@@ -223,7 +223,7 @@ describe.each(databases)("live payments on %s", (database) => {
   })
 
   it("a live create without a link is refused as before: 502 provider_error, stored failed, Stripe never asked", async () => {
-    const { liveKey } = await server.createApplication()
+    const { liveKey, application } = await server.createApplication()
     const before = sessionCreates().length
     const reference = uniqueReference("live-unlinked")
     const response = await createPayment(server, liveKey, { order_reference: reference })
@@ -233,6 +233,17 @@ describe.each(databases)("live payments on %s", (database) => {
       { id: String((response.body as WireError).error.payment_id), status: "failed" }
     ])
     expect(sessionCreates()).toHaveLength(before)
+    // Linked afterwards: the next create opens at Stripe.
+    const account = fake.addAccount({ livemode: true })
+    const linked = await server.request(`/admin/api/v1/applications/${application.id}/provider-account`, {
+      method: "PUT",
+      key: server.adminToken,
+      body: { provider: "stripe", secret_key: account.key }
+    })
+    expect(linked.status).toBe(200)
+    const opened = await createPayment(server, liveKey, { order_reference: uniqueReference("live-linked-later") })
+    expect(opened.status).toBe(201)
+    expect(sessionCreates()).toHaveLength(before + 1)
   })
 
   it("a relink or a retire, even by another process, holds from the next live create (the cached link is checked by the insert)", async () => {

@@ -21,7 +21,7 @@ import {
   RefundRules,
   RequestValidation
 } from "@kassa/core"
-import { Context, DateTime, Duration, Effect, Layer, Option, Result } from "effect"
+import { Cache, Context, DateTime, Duration, Effect, Exit, Layer, Option, Result } from "effect"
 import { SecureRandom } from "effect/crypto"
 import { SqlClient } from "effect/sql"
 import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
@@ -404,26 +404,16 @@ export class Payments extends Context.Service<
        * Active links by application, for live creates (issue 12's bench: one read less per create). Never trusted on
        * its own: the create's insert writes only while the cached link is still active (`insertOpening` →
        * `unlinked`), so a link retired or replaced, by this process or another, is read again at its next create.
-       * Bounded; the oldest entry goes first.
+       * effect's Cache, bounded (the oldest entries go first); "no link" is not kept, so a link made later is found.
        */
-      const activeLinks = new Map<Ids.ApplicationId, StoredLink>()
-      const maxActiveLinks = 1024
+      const activeLinks = yield* Cache.makeWith((applicationId: Ids.ApplicationId) => links.active(applicationId), {
+        capacity: 1024,
+        timeToLive: (exit) => (Exit.isSuccess(exit) && Option.isSome(exit.value) ? Duration.infinity : Duration.zero)
+      })
       const activeLink = (applicationId: Ids.ApplicationId, fresh: boolean) =>
-        Effect.suspend(() => {
-          const cached = fresh ? undefined : activeLinks.get(applicationId)
-          if (cached !== undefined) return Effect.succeed(Option.some(cached))
-          return Effect.tap(links.active(applicationId), (link) =>
-            Effect.sync(() => {
-              activeLinks.delete(applicationId)
-              if (Option.isNone(link)) return
-              activeLinks.set(applicationId, link.value)
-              if (activeLinks.size > maxActiveLinks) {
-                const oldest = activeLinks.keys().next()
-                if (oldest.done !== true) activeLinks.delete(oldest.value)
-              }
-            })
-          )
-        })
+        fresh
+          ? Effect.andThen(Cache.invalidate(activeLinks, applicationId), Cache.get(activeLinks, applicationId))
+          : Cache.get(activeLinks, applicationId)
 
       /**
        * Opens a live payment's checkout at its provider (decisions §10, "Create with a live key"): the payment is
@@ -694,7 +684,7 @@ export class Payments extends Context.Service<
                   checked
                 })
                 if (opened !== "unlinked") return opened
-                activeLinks.delete(scope.applicationId)
+                yield* Cache.invalidate(activeLinks, scope.applicationId)
               }
               return "unlinked" as const
             })
