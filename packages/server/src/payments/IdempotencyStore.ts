@@ -130,8 +130,6 @@ export class IdempotencyStore extends Context.Service<
       request: IdempotentRequest,
       work: (claim: Claim) => Effect.Effect<Answer, never, R>
     ) => Effect.Effect<Outcome, never, R>
-    /** Forgets keys past their 24 hours; returns how many. */
-    readonly purgeExpired: (now: DateTime.Utc) => Effect.Effect<number>
   }
 >()("@kassa/server/payments/IdempotencyStore") {
   static readonly layer = Layer.effect(
@@ -312,17 +310,7 @@ export class IdempotencyStore extends Context.Service<
           )
           .pipe(Effect.catchTag("Unstored", ({ answer }) => Effect.succeed(done({ answer, replayed: false }))))
 
-      const purgeExpired = (now: DateTime.Utc) =>
-        sql`
-          DELETE FROM idempotency_keys
-          WHERE created_at <= ${DateTime.toDateUtc(DateTime.subtractDuration(now, IdempotencyDecision.retention))}
-          RETURNING key
-        `.pipe(
-          Effect.map((rows) => rows.length),
-          Effect.orDie
-        )
-
-      return IdempotencyStore.of({ run, purgeExpired })
+      return IdempotencyStore.of({ run })
     })
   )
 }
