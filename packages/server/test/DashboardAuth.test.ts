@@ -1,17 +1,41 @@
-import { Effect } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createUser, DashboardClient } from "./support/DashboardClient.ts"
-import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+import { ServerConfig } from "../src/config/ServerConfig.ts"
+import * as PasswordHash from "../src/users/PasswordHash.ts"
+import { UserRepository } from "../src/users/UserRepository.ts"
+import { createUser, DashboardClient, type DashboardUser } from "./support/DashboardClient.ts"
+import {
+  databases,
+  type RunningServer,
+  startServer,
+  type TestApplication,
+  testPasswordCost
+} from "./support/TestServer.ts"
 
 describe.each(databases)("dashboard sign-in and sessions on %s", (database) => {
   let server: RunningServer
   let shop: TestApplication
   beforeAll(async () => {
-    server = await startServer(database)
+    // Hashes at the test cost: these tests sign in some sixty times, and only the side-by-side one is about the
+    // hasher's pace (its user gets a production-cost hash). The production server below hashes at full cost.
+    server = await startServer(database, {}, { passwordCost: testPasswordCost })
     shop = await server.createApplication({ name: "Sessions shop" })
   })
   afterAll(() => server.close())
+
+  /** Stores the user's password as production would (full scrypt cost), so checking it takes a production check's time. */
+  const atFullCost = async (user: DashboardUser) => {
+    const stored = await Effect.runPromise(PasswordHash.hash(user.password))
+    expect(stored).toMatch(/^scrypt\$32768\$8\$3\$/)
+    await server.run(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => sql`UPDATE users SET password_hash = ${stored} WHERE id = ${user.id}`
+      )
+    )
+    return user
+  }
 
   it("a page without a session redirects to sign-in, and back to it afterwards", async () => {
     const user = await createUser(server, { roles: [[shop.application.id, "viewer"]] })
@@ -52,9 +76,33 @@ describe.each(databases)("dashboard sign-in and sessions on %s", (database) => {
       const answer = await client.post("/dashboard/login", { email: user.email, password: user.password })
       expect(answer.status).toBe(303)
       expect(answer.headers.getSetCookie().find((line) => line.startsWith("kassa_session="))).toMatch(/Secure/i)
+      // Production hashes at full cost (the test cost is refused there: see below).
+      const [stored] = await production.run(
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT password_hash FROM users WHERE id = ${user.id}`)
+      )
+      expect(String(stored?.password_hash)).toMatch(/^scrypt\$32768\$8\$3\$/)
     } finally {
       await production.close()
     }
+  })
+
+  it("the test-only hash cost stops a production start, and only a production one", async () => {
+    /** Builds the users' repository as the server does, with these settings and this hash cost; its failure, if any. */
+    const build = (environment: "development" | "production", cost: PasswordHash.Cost) =>
+      server.run(
+        Effect.scoped(Layer.build(Layer.fresh(UserRepository.layer))).pipe(
+          Effect.provide(
+            Layer.merge(ServerConfig.layerWith({ environment }), Layer.succeed(PasswordHash.HashCost, cost))
+          ),
+          Effect.exit,
+          Effect.map((exit) => (Exit.isFailure(exit) ? String(exit.cause) : undefined))
+        )
+      )
+    expect(await build("production", testPasswordCost)).toContain("for tests only")
+    expect(await build("production", PasswordHash.productionCost)).toBeUndefined()
+    expect(await build("development", testPasswordCost)).toBeUndefined()
+    // Nothing lowered: the production cost, which the production server below signs in with.
+    expect(PasswordHash.productionCost).toEqual({ N: 2 ** 15, r: 8, p: 3 })
   })
 
   it("a wrong password and an unknown address get the same answer", async () => {
@@ -90,7 +138,7 @@ describe.each(databases)("dashboard sign-in and sessions on %s", (database) => {
   })
 
   it("wrong guesses sent side by side from one address: at most two are checked at once, the rest refused", async () => {
-    const user = await createUser(server)
+    const user = await atFullCost(await createUser(server))
     const answers = await Promise.all(
       Array.from({ length: 8 }, (_, attempt) =>
         new DashboardClient(server.baseUrl).login(user.email, `parallel wrong guess ${attempt}`)

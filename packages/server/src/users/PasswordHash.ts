@@ -12,9 +12,37 @@
  * password) wait their turn.
  */
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto"
-import { Effect, Schema, Semaphore } from "effect"
+import { Context, Effect, Schema, Semaphore } from "effect"
+import { type Environment, InvalidSetting } from "../config/ServerConfig.ts"
 
-const cost = { N: 2 ** 15, r: 8, p: 3 } as const
+/** scrypt's cost parameters. */
+export interface Cost {
+  readonly N: number
+  readonly r: number
+  readonly p: number
+}
+
+/** The cost of every new hash in production (docs/decisions.md). */
+export const productionCost: Cost = { N: 2 ** 15, r: 8, p: 3 }
+
+/**
+ * The cost of new hashes: {@link productionCost} unless a test lowers it (a production-cost hash is 0.4 s of CPU, and
+ * dashboard tests sign in hundreds of times). No setting reaches it, and {@link costFor} refuses anything else in
+ * production.
+ */
+export const HashCost = Context.Reference<Cost>("@kassa/server/users/PasswordHash/HashCost", {
+  defaultValue: () => productionCost
+})
+
+/** The cost new hashes take in this environment; a lowered {@link HashCost} stops a production start. */
+export const costFor = (environment: Environment): Effect.Effect<Cost> =>
+  Effect.flatMap(HashCost, (cost) =>
+    environment === "production" &&
+    (cost.N !== productionCost.N || cost.r !== productionCost.r || cost.p !== productionCost.p)
+      ? Effect.die(new InvalidSetting("a lowered password hash cost is for tests only: production hashes at full cost"))
+      : Effect.succeed(cost)
+  )
+
 const keyLength = 32
 
 /** Hashes computed at once per process. */
@@ -43,7 +71,7 @@ const bounded = <A>(effect: Effect.Effect<A>): Effect.Effect<A, HasherBusy> =>
     )
   })
 
-const derive = (password: string, salt: Buffer, params: { N: number; r: number; p: number }) =>
+const derive = (password: string, salt: Buffer, params: Cost) =>
   Semaphore.withPermit(permits)(
     Effect.callback<Buffer>((resume) => {
       scrypt(
@@ -57,7 +85,7 @@ const derive = (password: string, salt: Buffer, params: { N: number; r: number; 
   )
 
 /** The stored form of a new password. */
-export const hash = (password: string): Effect.Effect<string> =>
+export const hash = (password: string, cost: Cost = productionCost): Effect.Effect<string> =>
   Effect.suspend(() => {
     const salt = randomBytes(16)
     return derive(password, salt, cost).pipe(
@@ -89,8 +117,18 @@ export const verify = (password: string, stored: string): Effect.Effect<boolean,
   )
 }
 
+// One decoy per cost (production has one; tests may add a lowered one), made at its first use.
+const decoys = new Map<string, Effect.Effect<string>>()
 /**
  * A hash of a random password, verified against when the e-mail address is unknown: an unknown address then costs
  * the same time as a wrong password, so sign-in timing does not reveal which addresses have accounts.
  */
-export const decoy: Effect.Effect<string> = Effect.runSync(Effect.cached(hash(randomBytes(18).toString("base64url"))))
+export const decoy = (cost: Cost = productionCost): Effect.Effect<string> => {
+  const key = `${cost.N}$${cost.r}$${cost.p}`
+  let cached = decoys.get(key)
+  if (cached === undefined) {
+    cached = Effect.runSync(Effect.cached(hash(randomBytes(18).toString("base64url"), cost)))
+    decoys.set(key, cached)
+  }
+  return cached
+}

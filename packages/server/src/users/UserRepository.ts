@@ -8,6 +8,7 @@ import { Credentials, DashboardAccess, Ids } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { ApplicationRow, type StoredApplication } from "../applications/ApplicationRepository.ts"
+import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Columns from "../database/Columns.ts"
 import * as PasswordHash from "./PasswordHash.ts"
 import * as SignInThrottle from "./SignInThrottle.ts"
@@ -175,6 +176,7 @@ export class UserRepository extends Context.Service<
     UserRepository,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const cost = yield* PasswordHash.costFor((yield* ServerConfig).environment)
 
       const findByEmailRow = SqlSchema.findOneOption({
         Request: Schema.String,
@@ -194,7 +196,7 @@ export class UserRepository extends Context.Service<
         readonly password: string
         readonly operatorAdmin: boolean
       }) {
-        const passwordHash = yield* PasswordHash.hash(input.password)
+        const passwordHash = yield* PasswordHash.hash(input.password, cost)
         const id = UserId.make(globalThis.crypto.randomUUID())
         const now = toDate(yield* DateTime.now)
         const row = yield* Columns.first(UserRow)(sql`
@@ -214,7 +216,7 @@ export class UserRepository extends Context.Service<
         Effect.gen(function* () {
           const found = unstorable.test(account) ? Option.none<StoredUser>() : yield* findStored(account)
           if (Option.isNone(found)) {
-            yield* PasswordHash.decoy.pipe(Effect.flatMap((decoy) => PasswordHash.verify(password, decoy)))
+            yield* PasswordHash.decoy(cost).pipe(Effect.flatMap((decoy) => PasswordHash.verify(password, decoy)))
             return { _tag: "Wrong", userId: null } satisfies Check as Check
           }
           const user = found.value
@@ -323,7 +325,7 @@ export class UserRepository extends Context.Service<
           const now = toDate(yield* DateTime.now)
           const columns: Record<string, unknown> = {}
           if (changes.password !== undefined) {
-            columns.password_hash = yield* PasswordHash.hash(changes.password)
+            columns.password_hash = yield* PasswordHash.hash(changes.password, cost)
             columns.failed_logins = 0
             columns.locked_until = null
           }

@@ -19,6 +19,7 @@ import {
 import { ServerConfig, type ServerSettings } from "../../src/config/ServerConfig.ts"
 import * as KassaServer from "../../src/KassaServer.ts"
 import { PaymentProvider } from "../../src/payments/PaymentProvider.ts"
+import * as PasswordHash from "../../src/users/PasswordHash.ts"
 import { PollInterval } from "../../src/webhooks/Dispatcher.ts"
 
 export type DatabaseKind = "pglite" | "postgres"
@@ -102,6 +103,9 @@ export interface RunningServer {
 
 export const adminToken = "test-admin-token-0123456789abcdef"
 
+/** A scrypt cost about a hundred times below production's (4 ms a hash instead of 400), for tests only. */
+export const testPasswordCost: PasswordHash.Cost = { N: 2 ** 10, r: 8, p: 1 }
+
 /** Starts the real server on a free port over the given database. */
 export const startServer = async (
   database: DatabaseKind,
@@ -114,6 +118,11 @@ export const startServer = async (
     readonly provider?: Layer.Layer<PaymentProvider>
     /** Rewrites the PostgreSQL URL the server connects to (e.g. through a TCP proxy a test can freeze). */
     readonly rewriteDatabaseUrl?: (url: URL) => URL
+    /**
+     * The cost of new password hashes (the production cost unless set): a test that signs in often and is not about
+     * the hasher's pace may use {@link testPasswordCost}. A production server refuses anything but the production cost.
+     */
+    readonly passwordCost?: PasswordHash.Cost
   } = {}
 ): Promise<RunningServer> => {
   const port = await freePort()
@@ -139,11 +148,13 @@ export const startServer = async (
   // is about what gets logged.
   const quiet = Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Warn")
   const poll = options.pollInterval === undefined ? Layer.empty : Layer.succeed(PollInterval, options.pollInterval)
+  const cost =
+    options.passwordCost === undefined ? Layer.empty : Layer.succeed(PasswordHash.HashCost, options.passwordCost)
   const context = (await Effect.runPromise(
     Layer.buildWithScope(
       KassaServer.layerWith({ provider: options.provider ?? PaymentProvider.layer }).pipe(
         Layer.provide(config),
-        Layer.provide(Layer.merge(quiet, poll))
+        Layer.provide(Layer.mergeAll(quiet, poll, cost))
       ),
       scope
     )
