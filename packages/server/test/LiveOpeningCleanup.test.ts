@@ -7,9 +7,12 @@
  * the database, with its creation moved back past `openingStaleAfter`. The reconciler's round then finds what Stripe
  * has for the payment by a read (sessions listed by creation time, matched by `client_reference_id`), expires an open
  * session at Stripe and fails the payment with `payment.failed` and its delivery — or adopts the session when Stripe
- * says it was paid meanwhile.
+ * says it was paid meanwhile. Stripe lists sessions newest first and the connector reads at most 10 pages of 100 of a
+ * window, so the search starts with the minutes in which the create could have made its session: a busy account's
+ * later sessions do not hide it.
  */
 import { Effect } from "effect"
+import Stripe from "stripe"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ProviderReconciler } from "../src/providers/ProviderReconciler.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
@@ -109,5 +112,56 @@ describe.each(databases)("stuck live creates on %s", (database) => {
     expect(fake.session(sessionId).status).toBe("open")
     expect(await storedStatus(server, paymentId)).toBe("pending")
     expect(await checkoutRow(paymentId)).toMatchObject({ state: "opening", closing: null })
+  })
+
+  // Last in this block: it moves the fake's clock.
+  it("a busy account's sessions made after the stuck one (more than Stripe's 10 pages of 100) do not hide it", async () => {
+    const created = await createPayment(server, shop.liveKey, { order_reference: uniqueReference("busy") })
+    expect(created.status, created.text).toBe(201)
+    const paymentId = (created.body as WirePayment).id
+    const stuck = fake.sessions().find((s) => s.client_reference_id === paymentId)
+    const madeAt = Number(stuck?.created)
+    // The row as a create that died leaves it, 3 minutes before the session's `created` (stale for the clean-up).
+    await query(
+      server,
+      (sql) => sql`
+        UPDATE provider_payments
+        SET state = 'opening', session_id = NULL, checkout_url = NULL, checkout_expires_at = NULL,
+            created_at = to_timestamp(${madeAt}) - interval '3 minutes'
+        WHERE payment_id = ${paymentId}
+      `
+    )
+    // 1,001 other sessions, 40 s of Stripe's time later (still before Kassa's now + 1 minute): newest first, they fill
+    // ten pages of 100 ahead of the stuck one.
+    fake.advance(40)
+    const stripe = new Stripe(shop.stripeKey, {
+      apiVersion,
+      protocol: fake.protocol,
+      host: fake.host,
+      port: fake.port,
+      maxNetworkRetries: 0,
+      telemetry: false
+    })
+    const other = (index: number) =>
+      stripe.checkout.sessions.create({
+        mode: "payment",
+        line_items: [
+          { price_data: { currency: "eur", unit_amount: 100, product_data: { name: "Other" } }, quantity: 1 }
+        ],
+        client_reference_id: `other-${index}`,
+        success_url: "http://127.0.0.1:9/return",
+        expires_at: fake.now() + 3_600
+      })
+    for (let batch = 0; batch < 1_001; batch += 50) {
+      await Promise.all(Array.from({ length: Math.min(50, 1_001 - batch) }, (_, i) => other(batch + i)))
+    }
+    const listed = await stripe.checkout.sessions.list({ limit: 100, created: { gte: madeAt } })
+    expect(listed.has_more).toBe(true)
+    expect(listed.data.some((session) => session.id === stuck?.id)).toBe(false)
+
+    await reconcile()
+    expect(fake.session(String(stuck?.id)).status).toBe("expired")
+    expect(await storedStatus(server, paymentId)).toBe("failed")
+    expect((await eventsOf(server, paymentId)).map((event) => event.event)).toEqual(["payment.failed"])
   })
 })

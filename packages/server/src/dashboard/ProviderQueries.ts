@@ -4,10 +4,11 @@
  * its partial index (`provider_discrepancies_open`, `provider_payments_due`, `provider_refunds_due`).
  */
 import { Ids } from "@kassa/core"
-import { DateTime, Duration, Effect, Option, Schema } from "effect"
+import { DateTime, Duration, Effect, Option, Schema, Struct } from "effect"
 import type { SqlClient } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
 import type { DiscrepancyItem, OverdueItem, ProviderPaymentView } from "../pages/dashboard/Views.ts"
+import { ProviderPaymentRow as StoredProviderPaymentRow } from "../providers/LiveCheckouts.ts"
 
 /**
  * A read is overdue when Kassa plans one (`next_read_at` set) but has had no answer for this long: the schedule reads
@@ -15,22 +16,21 @@ import type { DiscrepancyItem, OverdueItem, ProviderPaymentView } from "../pages
  */
 export const overdueAfter: Duration.Duration = Duration.minutes(10)
 
-/** A live payment's row of `provider_payments`, as the payment's page shows it. */
-const ProviderPaymentRow = Schema.Struct({
-  state: Schema.String,
-  session_id: Schema.NullOr(Schema.String),
-  payment_intent_id: Schema.NullOr(Schema.String),
-  last_read_at: Columns.NullableTimestamp,
-  // Shown as stored: any JSON, whatever shape the provider's answer had then.
-  last_answer: Columns.Json(Schema.Json),
-  next_read_at: Columns.NullableTimestamp
-})
+/**
+ * A live payment's row of `provider_payments`, as the payment's page shows it: the columns of LiveCheckouts' row
+ * schema (`last_answer` shown as stored: any JSON, whatever shape the provider's answer had then).
+ */
+const ProviderPaymentRow = StoredProviderPaymentRow.mapFields(
+  Struct.pick(["state", "session_id", "payment_intent_id", "last_read_at", "last_answer", "next_read_at"])
+)
 
 /** An open row of `provider_discrepancies` with its payment's application. */
 const DiscrepancyRow = Schema.Struct({
   id: Columns.Integer,
   payment_id: Ids.PaymentId,
   refund_id: Schema.NullOr(Ids.RefundId),
+  // Free text, not the core's DiscrepancyKind: the column is no CHECK list so that a kind needs no migration, and the
+  // page lists a kind this build does not know (an older or newer one) as it is.
   kind: Schema.String,
   message: Schema.String,
   detected_at: Columns.Timestamp,

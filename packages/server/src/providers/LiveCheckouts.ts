@@ -5,15 +5,23 @@
  * (`provider_discrepancies`). Plain SQL; callers own the transactions. The `opening` row is written with its payment,
  * in one statement, by `PaymentRepository.insertOpening`.
  */
-import { type Ids, ProviderSettlement } from "@kassa/core"
-import { Context, DateTime, type Duration, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
-import type { OpenRequest, ProviderLinkId } from "./ProviderConnector.ts"
+import { Ids, Money, ProviderSettlement } from "@kassa/core"
+import { Context, DateTime, type Duration, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
+import { type OpenRequest, ProviderLinkId } from "./ProviderConnector.ts"
+
+/** `provider_payments.state`: see 0005_live. */
+export const LiveCheckoutState = Schema.Literals(["opening", "open", "not_opened"])
+export type LiveCheckoutState = typeof LiveCheckoutState.Type
+
+/** `ProviderSettlement.ClosePurpose` as a column (`provider_payments.closing`). */
+export const ClosePurpose = Schema.Literals(["cancel", "expire"])
 
 export interface LiveCheckout {
   readonly paymentId: Ids.PaymentId
   readonly linkId: ProviderLinkId
-  readonly state: "opening" | "open" | "not_opened"
+  readonly state: LiveCheckoutState
   /** The Idempotency-Key of the provider call that opens it: every attempt sends the same one. */
   readonly idempotencyKey: string
   readonly sessionId: string | null
@@ -26,28 +34,90 @@ export interface LiveCheckout {
   readonly createdAt: DateTime.Utc
 }
 
-type Row = Readonly<Record<string, unknown>>
+/** A provider's id (`cs_…`, `pi_…`): never empty. */
+const ProviderObjectId = Schema.NonEmptyString
 
-const toCheckout = (row: Row): LiveCheckout => ({
-  paymentId: String(row.payment_id) as Ids.PaymentId,
-  linkId: String(row.link_id) as ProviderLinkId,
-  state: row.state as LiveCheckout["state"],
-  idempotencyKey: String(row.idempotency_key),
-  sessionId: (row.session_id as string | null) ?? null,
-  checkoutUrl: (row.checkout_url as string | null) ?? null,
+/**
+ * A row of `provider_payments` (0005_live, 0006_live_checkout). A visit is its IP, User-Agent and time together
+ * (`recordVisit` writes the three at once): a row with a time and no address is broken, not a visit from "".
+ */
+export const ProviderPaymentRow = Schema.Struct({
+  payment_id: Ids.PaymentId,
+  link_id: ProviderLinkId,
+  state: LiveCheckoutState,
+  session_id: Schema.NullOr(ProviderObjectId),
+  payment_intent_id: Schema.NullOr(ProviderObjectId),
+  idempotency_key: Schema.NonEmptyString,
+  visit_ip: Schema.NullOr(Schema.String),
+  visit_user_agent: Schema.NullOr(Schema.String),
+  visited_at: Columns.NullableTimestamp,
+  closing: Schema.NullOr(ClosePurpose),
+  next_read_at: Columns.NullableTimestamp,
+  last_read_at: Columns.NullableTimestamp,
+  // What the provider said, as stored: any JSON (its shape follows the answer of the time).
+  last_answer: Columns.Json(Schema.Json),
+  created_at: Columns.Timestamp,
+  updated_at: Columns.Timestamp,
+  checkout_url: Schema.NullOr(Schema.String),
+  checkout_expires_at: Columns.NullableTimestamp
+}).check(
+  Schema.makeFilter(
+    (row) =>
+      (row.visited_at === null) === (row.visit_ip === null) &&
+      (row.visited_at === null) === (row.visit_user_agent === null),
+    { expected: "a visit's IP, User-Agent and time together" }
+  )
+)
+export type ProviderPaymentRow = typeof ProviderPaymentRow.Type
+
+/**
+ * The request of a create the provider did not answer, kept in `last_answer.request` for the clean-up to send again
+ * under the same key (`expiresAt` as epoch milliseconds). Written and read with this one schema.
+ */
+const StoredOpenRequest = Schema.Struct({
+  paymentId: Ids.PaymentId,
+  amount: Money.Amount,
+  currency: Money.Currency,
+  method: Money.Method,
+  name: Schema.String,
+  locale: Money.Locale,
+  customerEmail: Schema.NullOr(Schema.String),
+  returnUrl: Schema.String,
+  expiresAt: Schema.DateTimeUtcFromMillis,
+  idempotencyKey: Schema.NonEmptyString
+})
+
+/** A failed create's row as its clean-up claims it: `last_answer` holds the provider's answer and the request. */
+const CleanupRow = ProviderPaymentRow.mapFields(
+  (fields) => ({
+    ...fields,
+    last_answer: Columns.Json(Schema.NullOr(Schema.Struct({ request: Schema.optionalKey(StoredOpenRequest) })))
+  }),
+  // The visit's check reads columns this leaves as they are.
+  { unsafePreserveChecks: true }
+)
+
+const toCheckout = (row: Omit<ProviderPaymentRow, "last_answer">): LiveCheckout => ({
+  paymentId: row.payment_id,
+  linkId: row.link_id,
+  state: row.state,
+  idempotencyKey: row.idempotency_key,
+  sessionId: row.session_id,
+  checkoutUrl: row.checkout_url,
   visit:
-    row.visited_at === null || row.visited_at === undefined
+    row.visited_at === null || row.visit_ip === null || row.visit_user_agent === null
       ? null
-      : { ip: String(row.visit_ip ?? ""), user_agent: String(row.visit_user_agent ?? "") },
-  visitedAt:
-    row.visited_at === null || row.visited_at === undefined ? null : DateTime.makeUnsafe(row.visited_at as Date),
-  nextReadAt:
-    row.next_read_at === null || row.next_read_at === undefined ? null : DateTime.makeUnsafe(row.next_read_at as Date),
-  closing: (row.closing as ProviderSettlement.ClosePurpose | null) ?? null,
-  createdAt: DateTime.makeUnsafe(row.created_at as Date)
+      : { ip: row.visit_ip, user_agent: row.visit_user_agent },
+  visitedAt: row.visited_at,
+  nextReadAt: row.next_read_at,
+  closing: row.closing,
+  createdAt: row.created_at
 })
 
 const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
+
+/** What a claim of due rows is given: the time, the lease's end, and how many at most. */
+const ClaimRequest = Schema.Struct({ now: Columns.Timestamp, until: Columns.Timestamp, limit: Schema.Int })
 
 export class LiveCheckouts extends Context.Service<
   LiveCheckouts,
@@ -154,7 +224,94 @@ export class LiveCheckouts extends Context.Service<
     LiveCheckouts,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const first = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullishOr(rows[0]), toCheckout)
+      const encodeRequest = Schema.encodeEffect(StoredOpenRequest)
+
+      // Decoders built once; a row that does not decode is a broken database (a defect), as a failed query is.
+      const findRow = SqlSchema.findOneOption({
+        Request: Ids.PaymentId,
+        Result: ProviderPaymentRow,
+        execute: (paymentId) => sql`SELECT * FROM provider_payments WHERE payment_id = ${paymentId}`
+      })
+      const findRowBySession = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: ProviderPaymentRow,
+        execute: (sessionId) => sql`SELECT * FROM provider_payments WHERE session_id = ${sessionId}`
+      })
+      const claimStuckRows = SqlSchema.findAll({
+        Request: Schema.Struct({ ...ClaimRequest.fields, staleBefore: Columns.Timestamp }),
+        Result: ProviderPaymentRow,
+        execute: ({ now, until, limit, staleBefore }) => sql`
+          UPDATE provider_payments
+          SET closing = 'expire', next_read_at = ${until}
+          WHERE payment_id IN (
+            SELECT payment_id FROM provider_payments
+            WHERE state = 'opening' AND created_at <= ${staleBefore}
+              AND (next_read_at IS NULL OR next_read_at <= ${now})
+            ORDER BY created_at
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED
+          )
+          RETURNING *
+        `
+      })
+      const claimCleanupRows = SqlSchema.findAll({
+        Request: ClaimRequest,
+        Result: CleanupRow,
+        execute: ({ now, until, limit }) => sql`
+          UPDATE provider_payments SET next_read_at = ${until}
+          WHERE payment_id IN (
+            SELECT payment_id FROM provider_payments
+            WHERE next_read_at <= ${now} AND state = 'not_opened'
+            ORDER BY next_read_at
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED
+          )
+          RETURNING *
+        `
+      })
+      const claimExpiringRows = SqlSchema.findAll({
+        Request: ClaimRequest,
+        Result: ProviderPaymentRow,
+        execute: ({ now, until, limit }) => sql`
+          UPDATE provider_payments
+          SET closing = 'expire', next_read_at = ${until}
+          WHERE payment_id IN (
+            SELECT pp.payment_id FROM provider_payments pp JOIN payments p ON p.id = pp.payment_id
+            WHERE p.status = 'pending' AND p.expires_at <= ${now} AND pp.state = 'open'
+              AND (pp.closing IS DISTINCT FROM 'expire' OR pp.next_read_at IS NULL OR pp.next_read_at <= ${now})
+            ORDER BY p.expires_at
+            LIMIT ${limit}
+            FOR UPDATE OF pp SKIP LOCKED
+          )
+          RETURNING *
+        `
+      })
+      const claimDueRows = SqlSchema.findAll({
+        Request: ClaimRequest,
+        Result: ProviderPaymentRow,
+        execute: ({ now, until, limit }) => sql`
+          UPDATE provider_payments SET next_read_at = ${until}
+          WHERE payment_id IN (
+            SELECT payment_id FROM provider_payments
+            WHERE next_read_at <= ${now} AND state = 'open'
+            ORDER BY next_read_at
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED
+          )
+          RETURNING *
+        `
+      })
+      const claim = (options: {
+        readonly now: DateTime.Utc
+        readonly limit: number
+        readonly lease: Duration.Duration
+      }) => ({
+        now: options.now,
+        until: DateTime.addDuration(options.now, options.lease),
+        limit: options.limit
+      })
+      const checkouts = Effect.map((rows: ReadonlyArray<ProviderPaymentRow>) => rows.map(toCheckout))
+
       return LiveCheckouts.of({
         opened: ({ paymentId, sessionId, url, expiresAt, now }) =>
           sql`
@@ -168,22 +325,10 @@ export class LiveCheckouts extends Context.Service<
             Effect.orDie
           ),
         claimStuck: ({ now, staleAfter, limit, lease }) =>
-          sql<Row>`
-            UPDATE provider_payments
-            SET closing = 'expire', next_read_at = ${toDate(DateTime.addDuration(now, lease))}
-            WHERE payment_id IN (
-              SELECT payment_id FROM provider_payments
-              WHERE state = 'opening' AND created_at <= ${toDate(DateTime.subtractDuration(now, staleAfter))}
-                AND (next_read_at IS NULL OR next_read_at <= ${toDate(now)})
-              ORDER BY created_at
-              LIMIT ${limit}
-              FOR UPDATE SKIP LOCKED
-            )
-            RETURNING *
-          `.pipe(
-            Effect.map((rows) => rows.map(toCheckout)),
-            Effect.orDie
-          ),
+          claimStuckRows({
+            ...claim({ now, limit, lease }),
+            staleBefore: DateTime.subtractDuration(now, staleAfter)
+          }).pipe(checkouts, Effect.orDie),
         adopt: ({ paymentId, sessionId, now }) =>
           sql`
             UPDATE provider_payments
@@ -192,47 +337,25 @@ export class LiveCheckouts extends Context.Service<
             WHERE payment_id = ${paymentId} AND state = 'opening'
           `.pipe(Effect.asVoid, Effect.orDie),
         notOpened: (paymentId, answer, now, cleanup) =>
-          sql`
-            UPDATE provider_payments
-            SET state = 'not_opened',
-                last_answer = ${JSON.stringify(
-                  cleanup === null
-                    ? answer
-                    : {
-                        answer,
-                        request: { ...cleanup.request, expiresAt: DateTime.toEpochMillis(cleanup.request.expiresAt) }
-                      }
-                )}::jsonb,
-                last_read_at = ${toDate(now)},
-                next_read_at = ${cleanup === null ? null : toDate(cleanup.at)},
-                updated_at = ${toDate(now)}
-            WHERE payment_id = ${paymentId} AND state = 'opening'
-          `.pipe(Effect.asVoid, Effect.orDie),
-        claimCleanup: ({ now, limit, lease }) =>
-          sql<Row>`
-            UPDATE provider_payments SET next_read_at = ${toDate(DateTime.addDuration(now, lease))}
-            WHERE payment_id IN (
-              SELECT payment_id FROM provider_payments
-              WHERE next_read_at <= ${toDate(now)} AND state = 'not_opened'
-              ORDER BY next_read_at
-              LIMIT ${limit}
-              FOR UPDATE SKIP LOCKED
-            )
-            RETURNING *
-          `.pipe(
+          Effect.gen(function* () {
+            const stored = cleanup === null ? answer : { answer, request: yield* encodeRequest(cleanup.request) }
+            yield* sql`
+              UPDATE provider_payments
+              SET state = 'not_opened',
+                  last_answer = ${JSON.stringify(stored)}::jsonb,
+                  last_read_at = ${toDate(now)},
+                  next_read_at = ${cleanup === null ? null : toDate(cleanup.at)},
+                  updated_at = ${toDate(now)}
+              WHERE payment_id = ${paymentId} AND state = 'opening'
+            `
+          }).pipe(Effect.orDie),
+        claimCleanup: (options) =>
+          claimCleanupRows(claim(options)).pipe(
             Effect.map((rows) =>
-              rows.map((row) => {
-                const stored = (
-                  typeof row.last_answer === "string" ? JSON.parse(row.last_answer) : row.last_answer
-                ) as {
-                  readonly request?: Omit<OpenRequest, "expiresAt"> & { readonly expiresAt: number }
-                } | null
-                const request =
-                  stored?.request === undefined
-                    ? null
-                    : { ...stored.request, expiresAt: DateTime.makeUnsafe(stored.request.expiresAt) }
-                return { checkout: toCheckout(row), request }
-              })
+              rows.map((row) => ({
+                checkout: toCheckout(row),
+                request: row.last_answer?.request ?? null
+              }))
             ),
             Effect.orDie
           ),
@@ -243,16 +366,9 @@ export class LiveCheckouts extends Context.Service<
                 last_read_at = ${toDate(now)}, updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
-        find: (paymentId) =>
-          sql<Row>`SELECT * FROM provider_payments WHERE payment_id = ${paymentId}`.pipe(
-            Effect.map(first),
-            Effect.orDie
-          ),
+        find: (paymentId) => findRow(paymentId).pipe(Effect.map(Option.map(toCheckout)), Effect.orDie),
         findBySession: (sessionId) =>
-          sql<Row>`SELECT * FROM provider_payments WHERE session_id = ${sessionId}`.pipe(
-            Effect.map(first),
-            Effect.orDie
-          ),
+          findRowBySession(sessionId).pipe(Effect.map(Option.map(toCheckout)), Effect.orDie),
         recordVisit: (paymentId, visit, now) =>
           sql`
             UPDATE provider_payments
@@ -266,38 +382,7 @@ export class LiveCheckouts extends Context.Service<
             UPDATE provider_payments SET closing = ${closing}, updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
-        claimExpiring: ({ now, limit, lease }) =>
-          sql<Row>`
-            UPDATE provider_payments
-            SET closing = 'expire', next_read_at = ${toDate(DateTime.addDuration(now, lease))}
-            WHERE payment_id IN (
-              SELECT pp.payment_id FROM provider_payments pp JOIN payments p ON p.id = pp.payment_id
-              WHERE p.status = 'pending' AND p.expires_at <= ${toDate(now)} AND pp.state = 'open'
-                AND (pp.closing IS DISTINCT FROM 'expire' OR pp.next_read_at IS NULL OR pp.next_read_at <= ${toDate(now)})
-              ORDER BY p.expires_at
-              LIMIT ${limit}
-              FOR UPDATE OF pp SKIP LOCKED
-            )
-            RETURNING *
-          `.pipe(
-            Effect.map((rows) => rows.map(toCheckout)),
-            Effect.orDie
-          ),
-        claimDue: ({ now, limit, lease }) =>
-          sql<Row>`
-            UPDATE provider_payments SET next_read_at = ${toDate(DateTime.addDuration(now, lease))}
-            WHERE payment_id IN (
-              SELECT payment_id FROM provider_payments
-              WHERE next_read_at <= ${toDate(now)} AND state = 'open'
-              ORDER BY next_read_at
-              LIMIT ${limit}
-              FOR UPDATE SKIP LOCKED
-            )
-            RETURNING *
-          `.pipe(
-            Effect.map((rows) => rows.map(toCheckout)),
-            Effect.orDie
-          ),
+        claimExpiring: (options) => claimExpiringRows(claim(options)).pipe(checkouts, Effect.orDie),
         recordRead: (paymentId, answer, paymentIntentId, nextReadAt, now) =>
           sql`
             UPDATE provider_payments
@@ -306,8 +391,9 @@ export class LiveCheckouts extends Context.Service<
                 next_read_at = ${nextReadAt === null ? null : toDate(nextReadAt)}
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
+        claimDue: (options) => claimDueRows(claim(options)).pipe(checkouts, Effect.orDie),
         markEventSeen: (linkId, eventId, type, now) =>
-          sql<{ event_id: string }>`
+          sql`
             INSERT INTO provider_events (link_id, event_id, type, received_at)
             VALUES (${linkId}, ${eventId}, ${type}, ${toDate(now)})
             ON CONFLICT (link_id, event_id) DO NOTHING

@@ -19,17 +19,19 @@
  * intent) keeps the old path: the refund is recorded `pending` for someone to carry out by hand.
  */
 import { PgClient } from "@effect/sql-pg"
-import { ApiError, Ids, type Payment, PaymentStateMachine, ProviderSettlement } from "@kassa/core"
-import { Context, DateTime, Duration, Effect, Layer, Option, Result, Schedule } from "effect"
+import { ApiError, Ids, Money, type Payment, PaymentStateMachine, ProviderSettlement } from "@kassa/core"
+import { Context, DateTime, Duration, Effect, Layer, Option, Result, Schedule, Schema, Struct } from "effect"
 import { SecureRandom } from "effect/crypto"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import { EventOutbox } from "../payments/EventOutbox.ts"
 import { PaymentRepository, type StoredPayment } from "../payments/PaymentRepository.ts"
+import { ProviderPaymentRow } from "./LiveCheckouts.ts"
 import {
   type NoAnswer,
   ProviderConnector,
-  type ProviderLinkId,
+  ProviderLinkId,
   type ProviderRefused,
   type RefundReading
 } from "./ProviderConnector.ts"
@@ -73,7 +75,7 @@ interface Reserved {
   readonly stored: StoredPayment
   readonly payment: Payment.Payment
   readonly amount: number
-  readonly provider: { readonly linkId: string; readonly paymentIntentId: string } | null
+  readonly provider: { readonly linkId: ProviderLinkId; readonly paymentIntentId: string } | null
 }
 
 /** What the provider said to a create call or a read. */
@@ -87,12 +89,109 @@ export type ProviderRefundResult =
   | { readonly _tag: "Applied"; readonly payment: Option.Option<Payment.Payment> }
   | NoAnswer
 
-interface DueRow {
-  readonly refund_id: string
-  readonly payment_id: string
-  readonly link_id: string
-  readonly provider_refund_id: string | null
-  readonly created_at: Date | string
+/** A row of `provider_refunds` (0005_live). */
+export const ProviderRefundRow = Schema.Struct({
+  refund_id: Ids.RefundId,
+  payment_id: Ids.PaymentId,
+  link_id: ProviderLinkId,
+  // The provider's refund (Stripe: re_…): never empty.
+  provider_refund_id: Schema.NullOr(Schema.NonEmptyString),
+  attempts: Columns.Integer.check(Schema.isGreaterThanOrEqualTo(0)),
+  next_read_at: Columns.NullableTimestamp,
+  last_read_at: Columns.NullableTimestamp,
+  // What the provider said at the last read or call, as stored (see `answerJson`).
+  last_answer: Columns.Json(Schema.Json),
+  created_at: Columns.Timestamp,
+  updated_at: Columns.Timestamp
+})
+export type ProviderRefundRow = typeof ProviderRefundRow.Type
+
+/** The provider's part of a live payment, as a refund needs it. */
+const RefundTargetRow = ProviderPaymentRow.mapFields(Struct.pick(["link_id", "payment_intent_id"]))
+/** What a create call sent again needs: the refund's amount and its payment's intent. */
+const CreateAgainRow = Schema.Struct({
+  amount: Columns.Integer.pipe(Schema.decodeTo(Money.Amount)),
+  intent: Schema.NullOr(Schema.NonEmptyString)
+})
+const OwnerRow = ProviderPaymentRow.mapFields(Struct.pick(["payment_id"]))
+const RefundIdRow = ProviderRefundRow.mapFields(Struct.pick(["refund_id"]))
+
+/**
+ * The reads of `provider_refunds` and of the `provider_payments` rows refunds go through, decoded (a row that does not
+ * decode dies: a broken database, as a failed query is). Built once per layer; exported for the tests.
+ */
+export const makeRows = (sql: SqlClient.SqlClient) => {
+  const byRefundId = SqlSchema.findOneOption({
+    Request: Ids.RefundId,
+    Result: ProviderRefundRow,
+    execute: (refundId) => sql`SELECT * FROM provider_refunds WHERE refund_id = ${refundId}`
+  })
+  const byProviderRefundId = SqlSchema.findOneOption({
+    Request: Schema.String,
+    Result: ProviderRefundRow,
+    execute: (providerRefundId) => sql`SELECT * FROM provider_refunds WHERE provider_refund_id = ${providerRefundId}`
+  })
+  const ofLink = SqlSchema.findOneOption({
+    Request: Schema.Struct({ refundId: Ids.RefundId, linkId: ProviderLinkId }),
+    Result: RefundIdRow,
+    execute: ({ refundId, linkId }) =>
+      sql`SELECT refund_id FROM provider_refunds WHERE refund_id = ${refundId} AND link_id = ${linkId}`
+  })
+  const claimDue = SqlSchema.findAll({
+    Request: Schema.Struct({ now: Columns.Timestamp, until: Columns.Timestamp, limit: Schema.Int }),
+    Result: ProviderRefundRow,
+    // Claimed and leased in one short statement; the provider calls happen after its commit.
+    execute: ({ now, until, limit }) => sql`
+      WITH due AS (
+        SELECT refund_id FROM provider_refunds
+        WHERE next_read_at IS NOT NULL AND next_read_at <= ${now}
+        ORDER BY next_read_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      UPDATE provider_refunds r
+      SET next_read_at = ${until}
+      FROM due WHERE r.refund_id = due.refund_id
+      RETURNING r.*
+    `
+  })
+  const target = SqlSchema.findOneOption({
+    Request: Ids.PaymentId,
+    Result: RefundTargetRow,
+    execute: (paymentId) =>
+      sql`SELECT link_id, payment_intent_id FROM provider_payments WHERE payment_id = ${paymentId}`
+  })
+  const createAgain = SqlSchema.findOneOption({
+    Request: Ids.RefundId,
+    Result: CreateAgainRow,
+    execute: (refundId) => sql`
+      SELECT r.amount, p.payment_intent_id AS intent
+      FROM refunds r JOIN provider_payments p ON p.payment_id = r.payment_id
+      WHERE r.id = ${refundId}
+    `
+  })
+  const owner = SqlSchema.findOneOption({
+    Request: Schema.Struct({ paymentIntentId: Schema.String, linkId: ProviderLinkId }),
+    Result: OwnerRow,
+    execute: ({ paymentIntentId, linkId }) => sql`
+      SELECT payment_id FROM provider_payments WHERE payment_intent_id = ${paymentIntentId} AND link_id = ${linkId}
+    `
+  })
+  return {
+    byRefundId: (refundId: Ids.RefundId) => byRefundId(refundId).pipe(Effect.orDie),
+    byProviderRefundId: (providerRefundId: string) => byProviderRefundId(providerRefundId).pipe(Effect.orDie),
+    /** Whether this link asked for the refund (one account linked twice sends each event to both endpoints). */
+    ofLink: (refundId: Ids.RefundId, linkId: ProviderLinkId) =>
+      ofLink({ refundId, linkId }).pipe(Effect.map(Option.isSome), Effect.orDie),
+    claimDue: (options: { readonly now: DateTime.Utc; readonly until: DateTime.Utc; readonly limit: number }) =>
+      claimDue(options).pipe(Effect.orDie),
+    /** The provider's part of a live payment: its link, and its payment intent once paid. */
+    target: (paymentId: Ids.PaymentId) => target(paymentId).pipe(Effect.orDie),
+    createAgain: (refundId: Ids.RefundId) => createAgain(refundId).pipe(Effect.orDie),
+    /** The payment this link opened with this payment intent. */
+    owner: (paymentIntentId: string, linkId: ProviderLinkId) =>
+      owner({ paymentIntentId, linkId }).pipe(Effect.map(Option.map((row) => row.payment_id)), Effect.orDie)
+  }
 }
 
 export class LiveRefunds extends Context.Service<
@@ -135,6 +234,7 @@ export class LiveRefunds extends Context.Service<
       const connector = yield* ProviderConnector
       const links = yield* ProviderLinks
       const random = yield* SecureRandom.SecureRandom
+      const rows = makeRows(sql)
 
       const toDate = (at: DateTime.Utc) => new Date(DateTime.toEpochMillis(at))
       const notFound = () => new ApiError.NotFound({ message: "No payment with this id." })
@@ -150,21 +250,21 @@ export class LiveRefunds extends Context.Service<
         )
 
       /** The provider call for one refund; a refusal (4xx) is an answer too: the refund failed. */
-      const call = (linkId: string, make: (link: StoredLink) => Effect.Effect<Outcome>) =>
+      const call = (linkId: ProviderLinkId, make: (link: StoredLink) => Effect.Effect<Outcome>) =>
         Effect.gen(function* () {
-          const link = yield* links.find(linkId as ProviderLinkId)
+          const link = yield* links.find(linkId)
           if (Option.isNone(link)) return yield* Effect.die(new Error(`provider link ${linkId} vanished`))
           return yield* make(link.value)
         })
 
-      const create = (linkId: string, refundId: Ids.RefundId, paymentIntentId: string, amount: number) =>
+      const create = (linkId: ProviderLinkId, refundId: Ids.RefundId, paymentIntentId: string, amount: number) =>
         call(linkId, (link) =>
           connector
             .refund(links.access(link), { refundId, paymentIntentId, amount })
             .pipe(Effect.catchTag("ProviderRefused", (refused) => Effect.succeed<Outcome>(refused)))
         )
 
-      const read = (linkId: string, refundId: Ids.RefundId, providerRefundId: string) =>
+      const read = (linkId: ProviderLinkId, refundId: Ids.RefundId, providerRefundId: string) =>
         call(linkId, (link) =>
           connector
             .readRefund(links.access(link), providerRefundId, refundId)
@@ -186,18 +286,15 @@ export class LiveRefunds extends Context.Service<
         sql
           .withTransaction(
             Effect.gen(function* () {
-              const rows = yield* sql<DueRow>`
-                SELECT refund_id, payment_id, link_id, provider_refund_id, created_at
-                FROM provider_refunds WHERE refund_id = ${refundId}
-              `
-              const row = rows[0]
-              if (row === undefined) return Option.none<Changed>()
+              const found = yield* rows.byRefundId(refundId)
+              if (Option.isNone(found)) return Option.none<Changed>()
+              const row = found.value
               // Waiting is safe: lock holders are short single-row transactions.
-              const locked = yield* repo.lock(Ids.PaymentId.make(row.payment_id), undefined, "wait")
+              const locked = yield* repo.lock(row.payment_id, undefined, "wait")
               if (Option.isNone(locked)) return Option.none<Changed>()
               const stored: StoredPayment = locked.value
               const now = yield* DateTime.now
-              const requestedAt = DateTime.toUtc(DateTime.makeUnsafe(row.created_at))
+              const requestedAt = row.created_at
               const settlement: ProviderSettlement.Settlement =
                 outcome._tag === "ProviderRefused"
                   ? Result.match(PaymentStateMachine.resolveRefund(stored.payment, refundId, "failed", now), {
@@ -286,10 +383,7 @@ export class LiveRefunds extends Context.Service<
               })
               if (Result.isFailure(decided)) return refuse(decided.failure)
               yield* repo.save(stored.payment, decided.success.payment, now, { requestedBy: request.requestedBy })
-              const providers = yield* sql<{ link_id: string; payment_intent_id: string | null }>`
-                SELECT link_id, payment_intent_id FROM provider_payments WHERE payment_id = ${stored.payment.id}
-              `
-              const provider = providers[0]
+              const provider = Option.getOrUndefined(yield* rows.target(stored.payment.id))
               const amount = decided.success.payment.refunds.find((refund) => refund.id === refundId)?.amount ?? 0
               if (provider === undefined || provider.payment_intent_id === null) {
                 return reserved({ stored, payment: decided.success.payment, amount, provider: null })
@@ -328,38 +422,29 @@ export class LiveRefunds extends Context.Service<
       })
 
       /** Asks the provider about one row (create again while it never answered, else read); none: nothing to ask. */
-      const askRow = (row: DueRow) => {
-        const refundId = Ids.RefundId.make(row.refund_id)
+      const askRow = (row: ProviderRefundRow) => {
+        const refundId = row.refund_id
         return Effect.gen(function* () {
           if (row.provider_refund_id === null) {
             // The provider never answered the create call: the same call, the same key, so at most one refund.
-            const amounts = yield* sql<{ amount: number | string; intent: string | null }>`
-              SELECT r.amount, p.payment_intent_id AS intent
-              FROM refunds r JOIN provider_payments p ON p.payment_id = r.payment_id
-              WHERE r.id = ${refundId}
-            `.pipe(Effect.orDie)
-            const first = amounts[0]
-            if (first === undefined || first.intent === null) return Option.none<Outcome>()
-            return Option.some(yield* create(row.link_id, refundId, first.intent, Number(first.amount)))
+            const again = yield* rows.createAgain(refundId)
+            if (Option.isNone(again) || again.value.intent === null) return Option.none<Outcome>()
+            return Option.some(yield* create(row.link_id, refundId, again.value.intent, again.value.amount))
           }
           return Option.some(yield* read(row.link_id, refundId, row.provider_refund_id))
         })
       }
 
-      const refreshRow = (row: DueRow) =>
+      const refreshRow = (row: ProviderRefundRow) =>
         askRow(row).pipe(
           Effect.flatMap((outcome) =>
-            Option.isNone(outcome) ? Effect.succeedNone : settle(Ids.RefundId.make(row.refund_id), outcome.value)
+            Option.isNone(outcome) ? Effect.succeedNone : settle(row.refund_id, outcome.value)
           )
         )
 
       const refresh = Effect.fn("LiveRefunds.refresh")(function* (refundId: Ids.RefundId) {
-        const rows = yield* sql<DueRow>`
-          SELECT refund_id, payment_id, link_id, provider_refund_id, created_at
-          FROM provider_refunds WHERE refund_id = ${refundId}
-        `.pipe(Effect.orDie)
-        const row = rows[0]
-        return row === undefined ? Option.none<Payment.Payment>() : yield* refreshRow(row)
+        const row = yield* rows.byRefundId(refundId)
+        return Option.isNone(row) ? Option.none<Payment.Payment>() : yield* refreshRow(row.value)
       })
 
       /** A refund made at the provider, recorded on the payment of `paymentIntentId` under its row lock. */
@@ -367,20 +452,14 @@ export class LiveRefunds extends Context.Service<
         sql
           .withTransaction(
             Effect.gen(function* () {
-              const owners = yield* sql<{ payment_id: string }>`
-                SELECT payment_id FROM provider_payments
-                WHERE payment_intent_id = ${paymentIntentId} AND link_id = ${linkId}
-              `
-              const owner = owners[0]
-              if (owner === undefined) return Option.none<Payment.Payment>()
-              const locked = yield* repo.lock(Ids.PaymentId.make(owner.payment_id), undefined, "wait")
+              const owner = yield* rows.owner(paymentIntentId, linkId)
+              if (Option.isNone(owner)) return Option.none<Payment.Payment>()
+              const locked = yield* repo.lock(owner.value, undefined, "wait")
               if (Option.isNone(locked)) return Option.none<Payment.Payment>()
               const stored = locked.value
               // Checked again under the lock: another event about the same refund may have recorded it meanwhile.
-              const seen = yield* sql<{ refund_id: string }>`
-                SELECT refund_id FROM provider_refunds WHERE provider_refund_id = ${reading.refund.provider_refund_id}
-              `
-              if (seen[0] !== undefined) return Option.none<Payment.Payment>()
+              const seen = yield* rows.byProviderRefundId(reading.refund.provider_refund_id)
+              if (Option.isSome(seen)) return Option.none<Payment.Payment>()
               const now = yield* DateTime.now
               const settlement = ProviderSettlement.apply(stored.payment, reading, { now, visit: null })
               if (settlement.payment !== stored.payment) yield* repo.save(stored.payment, settlement.payment, now)
@@ -431,22 +510,19 @@ export class LiveRefunds extends Context.Service<
         readonly providerRefundId: string
         readonly paymentIntentId: string | null
       }) {
-        const known = yield* sql<DueRow>`
-          SELECT refund_id, payment_id, link_id, provider_refund_id, created_at
-          FROM provider_refunds WHERE provider_refund_id = ${input.providerRefundId}
-        `.pipe(Effect.orDie)
-        const row = known[0]
-        if (row !== undefined) {
+        const known = yield* rows.byProviderRefundId(input.providerRefundId)
+        if (Option.isSome(known)) {
+          const row = known.value
           // Another link's refund (the same account linked twice): that link's endpoint gets the event too.
           if (row.link_id !== input.linkId) return nothing
           const outcome = yield* askRow(row)
           if (Option.isNone(outcome)) return nothing
           // Kept pending with its next read set: the event is sent again, and the background round asks anyway.
           if (outcome.value._tag === "NoAnswer") {
-            yield* settle(Ids.RefundId.make(row.refund_id), outcome.value)
+            yield* settle(row.refund_id, outcome.value)
             return outcome.value
           }
-          return applied(yield* settle(Ids.RefundId.make(row.refund_id), outcome.value))
+          return applied(yield* settle(row.refund_id, outcome.value))
         }
         // Unknown: read it, under a new id for the case that it was made at the provider.
         const newId = Ids.RefundId.make(yield* random.uuidV4())
@@ -455,11 +531,8 @@ export class LiveRefunds extends Context.Service<
         if (outcome._tag === "ProviderRefused") return yield* refusedRead(input.providerRefundId, outcome)
         if (outcome.kassaMade) {
           // Kassa's own refund whose create call has not been answered yet: settled as its answer would be.
-          const ours = yield* sql<{ refund_id: string }>`
-            SELECT refund_id FROM provider_refunds
-            WHERE refund_id = ${outcome.refund.refund_id} AND link_id = ${input.linkId}
-          `.pipe(Effect.orDie)
-          return ours[0] === undefined ? nothing : applied(yield* settle(outcome.refund.refund_id, outcome))
+          const ours = yield* rows.ofLink(outcome.refund.refund_id, input.linkId)
+          return ours ? applied(yield* settle(outcome.refund.refund_id, outcome)) : nothing
         }
         // What Stripe says now places it; the event's hint only when the refund does not say.
         const paymentIntentId = outcome.paymentIntentId ?? input.paymentIntentId
@@ -472,20 +545,8 @@ export class LiveRefunds extends Context.Service<
       ) {
         const now = options.now ?? (yield* DateTime.now)
         const limit = options.limit ?? 100
-        // Claimed and leased in one short transaction; the provider calls happen after its commit.
-        const claimed = yield* sql<DueRow>`
-          WITH due AS (
-            SELECT refund_id FROM provider_refunds
-            WHERE next_read_at IS NOT NULL AND next_read_at <= ${toDate(now)}
-            ORDER BY next_read_at
-            LIMIT ${limit}
-            FOR UPDATE SKIP LOCKED
-          )
-          UPDATE provider_refunds r
-          SET next_read_at = ${toDate(DateTime.addDuration(now, lease))}
-          FROM due WHERE r.refund_id = due.refund_id
-          RETURNING r.refund_id, r.payment_id, r.link_id, r.provider_refund_id, r.created_at
-        `.pipe(Effect.orDie)
+        // Claimed and leased in one short statement; the provider calls happen after its commit.
+        const claimed = yield* rows.claimDue({ now, until: DateTime.addDuration(now, lease), limit })
         yield* Effect.forEach(claimed, refreshRow, { discard: true })
         return claimed.length
       })

@@ -35,6 +35,34 @@ export const openingStaleAfter: Duration.Duration = Duration.minutes(2)
 /** Stripe's and Kassa's clocks: a session's `created` may differ from the row's by this much. */
 const clockMargin = Duration.minutes(1)
 
+/**
+ * Where a stuck create's checkout is looked for, in the order it is looked for, stopping at the first part that has
+ * it. The provider lists a window's checkouts newest first and the connector reads a bounded number of them (Stripe:
+ * 10 pages of 100, https://docs.stripe.com/api/checkout/sessions/list, https://docs.stripe.com/api/pagination), so
+ * one window from the payment's creation to now misses the checkout once the account made more checkouts than that
+ * since — a busy account, or a row claimed late (the reconciler stopped, or re-claimed for as long as the provider
+ * did not answer). A checkout for the row is made by the create's own call or by a retry before the clean-up claims
+ * the row (the first round past {@link openingStaleAfter}; a retry then gets 409): the first part is that time, and
+ * only the checkouts made since count against the second.
+ */
+const openingSearchWindows = (
+  createdAt: DateTime.Utc,
+  now: DateTime.Utc
+): ReadonlyArray<{ readonly from: DateTime.Utc; readonly to: DateTime.Utc }> => {
+  const from = DateTime.subtractDuration(createdAt, clockMargin)
+  const claimedBy = DateTime.addDuration(
+    createdAt,
+    Duration.sum(Duration.sum(openingStaleAfter, interval), clockMargin)
+  )
+  const to = DateTime.addDuration(now, clockMargin)
+  return DateTime.isLessThan(claimedBy, to)
+    ? [
+        { from, to: claimedBy },
+        { from: claimedBy, to }
+      ]
+    : [{ from, to }]
+}
+
 export class ProviderReconciler extends Context.Service<
   ProviderReconciler,
   {
@@ -61,19 +89,22 @@ export class ProviderReconciler extends Context.Service<
         const link = yield* links.find(checkout.linkId)
         if (Option.isNone(link)) return
         const access = links.access(link.value)
-        const now = yield* DateTime.now
-        const listed = yield* connector
-          .findCheckouts(access, checkout.paymentId, {
-            from: DateTime.subtractDuration(checkout.createdAt, clockMargin),
-            to: DateTime.addDuration(now, clockMargin)
-          })
-          .pipe(Effect.result)
-        if (listed._tag === "Failure") {
-          return yield* refusedLog("The provider refused to list checkouts", checkout.paymentId, listed.failure.message)
+        let candidates: ReadonlyArray<FoundCheckout> = []
+        for (const window of openingSearchWindows(checkout.createdAt, yield* DateTime.now)) {
+          const listed = yield* connector.findCheckouts(access, checkout.paymentId, window).pipe(Effect.result)
+          if (listed._tag === "Failure") {
+            return yield* refusedLog(
+              "The provider refused to list checkouts",
+              checkout.paymentId,
+              listed.failure.message
+            )
+          }
+          if (listed.success._tag === "NoAnswer") return
+          candidates = listed.success.checkouts
+          if (candidates.length > 0) break
         }
-        if (listed.success._tag === "NoAnswer") return
         const readings: Array<FoundCheckout> = []
-        for (const found of listed.success.checkouts) {
+        for (const found of candidates) {
           if (found.reading.state._tag !== "Open") {
             readings.push(found)
             continue
