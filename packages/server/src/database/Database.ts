@@ -7,6 +7,7 @@ import { PgMigrator } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { ServerConfig, type ServerSettings } from "../config/ServerConfig.ts"
+import * as Columns from "./Columns.ts"
 import { EmbeddedPostgres } from "./EmbeddedPostgres.ts"
 import initial from "./migrations/0001_initial.ts"
 import deliveryEngine from "./migrations/0002_delivery_engine.ts"
@@ -135,16 +136,25 @@ export const migrate = PgMigrator.run({ loader: migrations, table: migrationTabl
   Effect.provide(NodeServices.layer)
 )
 
+/** Whether the migrations' table exists (its name, as `to_regclass` answers it). */
+const MigrationTableRow = Schema.Struct({ found: Schema.NullOr(Schema.String) })
+
+/** The newest migration recorded; null while none is. */
+const LatestMigrationRow = Schema.Struct({ latest: Columns.NullableInteger })
+
 /** The newest migration recorded in the database; 0 on a database never migrated. */
 export const appliedVersion = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const table = yield* sql<{ readonly found: string | null }>`SELECT to_regclass(${migrationTable})::text AS found`
-  if (table[0]?.found == null) return 0
-  const rows = yield* sql<{
-    readonly latest: number | null
-  }>`SELECT max(migration_id) AS latest FROM ${sql(migrationTable)}`
-  return Number(rows[0]?.latest ?? 0)
-})
+  const table = yield* Columns.first(MigrationTableRow)(sql`SELECT to_regclass(${migrationTable})::text AS found`)
+  if (Option.isNone(table) || table.value.found === null) return 0
+  const latest = yield* Columns.first(LatestMigrationRow)(
+    sql`SELECT max(migration_id) AS latest FROM ${sql(migrationTable)}`
+  )
+  return Option.match(latest, { onNone: () => 0, onSome: (row) => row.latest ?? 0 })
+}).pipe(
+  // A row that does not decode is a broken database; a failing database stays the caller's error to report.
+  Effect.catchTag("SchemaError", Effect.die)
+)
 
 /**
  * The database's schema is not this build's: behind (migrations not applied, the server started with

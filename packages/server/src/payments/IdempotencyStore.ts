@@ -23,9 +23,10 @@
  * any transaction with `takeover`, so it finds that payment and finishes it. A retry while that runs is answered 409
  * in progress; once the process has died, 60 s after the lock, the retry takes over and finishes it the same way.
  */
-import { ApiError, IdempotencyDecision, type IdempotencyKey } from "@kassa/core"
-import { Context, Data, DateTime, Duration, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import { ApiError, IdempotencyDecision, IdempotencyKey, Ids, Mode } from "@kassa/core"
+import { Context, Data, DateTime, Duration, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
 import type { Scope } from "./PaymentRepository.ts"
 
 /** A final HTTP answer of an idempotent endpoint, as stored and replayed. */
@@ -98,26 +99,55 @@ const reused = (mismatch: "method" | "path" | "body") =>
     })
   )
 
-type Row = Readonly<Record<string, unknown>>
+/** Where a key's record is: application, mode and key (the table's primary key). */
+export const RecordKey = Schema.Struct({
+  application_id: Ids.ApplicationId,
+  mode: Mode.Mode,
+  key: IdempotencyKey.IdempotencyKey
+})
 
-const toRecord = (row: Row): IdempotencyDecision.IdempotencyRecord => {
-  const headers = row.response_headers as Record<string, string> | null
-  return {
-    method: String(row.method),
-    path: String(row.path),
-    fingerprint: String(row.fingerprint),
-    createdAt: DateTime.makeUnsafe(row.created_at as Date),
-    lockedAt: row.locked_at === null ? null : DateTime.makeUnsafe(row.locked_at as Date),
-    response:
-      row.response_status === null
-        ? null
-        : {
-            status: Number(row.response_status),
-            body: String(row.response_body),
-            ...(headers === null ? {} : { headers })
-          }
-  }
-}
+/** A status that can be replayed: anything else stored would make a wrong answer. */
+const HttpStatus = Columns.Integer.check(Schema.isBetween({ minimum: 100, maximum: 599 }))
+
+/**
+ * A row of `idempotency_keys` as the decision reads it (its key columns are the lookup's). An answer's status and
+ * body are written together and cleared together: a row with one and not the other is not a record of any answer.
+ */
+export const RecordRow = Schema.Struct({
+  method: Schema.String,
+  path: Schema.String,
+  fingerprint: Schema.String,
+  created_at: Columns.Timestamp,
+  // Null first (Columns.orNull): a record is read on every keyed create, and most of its columns are often null.
+  locked_at: Columns.orNull(Columns.Timestamp),
+  response_status: Columns.orNull(HttpStatus),
+  response_body: Schema.NullOr(Schema.String),
+  response_headers: Columns.orNull(Columns.Json(Schema.Record(Schema.String, Schema.String)))
+}).check(
+  Schema.makeFilter(
+    (row) =>
+      (row.response_status === null) === (row.response_body === null) || "an answer's status and body go together"
+  )
+)
+
+/** The record of a decoded row, as the core's decision takes it. */
+export const toRecord = (row: typeof RecordRow.Type): IdempotencyDecision.IdempotencyRecord => ({
+  method: row.method,
+  path: row.path,
+  fingerprint: row.fingerprint,
+  createdAt: row.created_at,
+  lockedAt: row.locked_at,
+  response:
+    row.response_status === null || row.response_body === null
+      ? null
+      : {
+          status: row.response_status,
+          body: row.response_body,
+          ...(row.response_headers === null ? {} : { headers: row.response_headers })
+        }
+})
+
+const LockRow = Schema.Struct({ locked: Schema.Boolean })
 
 export class IdempotencyStore extends Context.Service<
   IdempotencyStore,
@@ -137,20 +167,33 @@ export class IdempotencyStore extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
 
+      // Decoders made once, here: every keyed create reads its record at least once.
+      const findRecord = SqlSchema.findOneOption({
+        Request: RecordKey,
+        Result: RecordRow,
+        execute: (key) => sql`
+          SELECT method, path, fingerprint, created_at, locked_at, response_status, response_body, response_headers
+          FROM idempotency_keys WHERE application_id = ${key.application_id} AND mode = ${key.mode} AND key = ${key.key}
+        `
+      })
+      // A record that does not decode is a broken database: the request dies (500) and nothing is replayed from it.
       const read = (request: IdempotentRequest) =>
-        sql`
-          SELECT * FROM idempotency_keys
-          WHERE application_id = ${request.scope.applicationId} AND mode = ${request.scope.mode}
-            AND key = ${request.key}
-        `.pipe(Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toRecord)))
+        findRecord({ application_id: request.scope.applicationId, mode: request.scope.mode, key: request.key }).pipe(
+          Effect.map(Option.map(toRecord)),
+          Effect.catchTag("SchemaError", Effect.die)
+        )
 
       // Never waits: the lock is either free or held by a transaction working on this very key.
+      const lockKey = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: LockRow,
+        execute: (name) => sql`SELECT pg_try_advisory_xact_lock(hashtextextended(${name}, 0)) AS locked`
+      })
       const tryLock = (request: IdempotentRequest) =>
-        sql`
-          SELECT pg_try_advisory_xact_lock(
-            hashtextextended(${`idempotency:${request.scope.applicationId}:${request.scope.mode}:${request.key}`}, 0)
-          ) AS locked
-        `.pipe(Effect.map((rows) => rows[0]?.locked === true))
+        lockKey(`idempotency:${request.scope.applicationId}:${request.scope.mode}:${request.key}`).pipe(
+          Effect.map(Option.exists((row) => row.locked)),
+          Effect.catchTag("SchemaError", Effect.die)
+        )
 
       /**
        * Claims the key for this request. Each write is conditional on the state the decision saw (no record; a

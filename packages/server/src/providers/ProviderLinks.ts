@@ -4,7 +4,7 @@
  * server's encryption key before they are written, and opened only to build a {@link LinkAccess} for a provider call.
  * The key's display form is the only form ever shown again.
  */
-import { type Ids, Text } from "@kassa/core"
+import { Ids, Text } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
@@ -18,7 +18,7 @@ export type LinkStatus = typeof LinkStatus.Type
 /** A row of `provider_links` (timestamps through the shared column schemas, database/Columns.ts). */
 const LinkRow = Schema.Struct({
   id: ProviderLinkId,
-  application_id: Schema.String,
+  application_id: Ids.ApplicationId,
   provider: ProviderName,
   account_id: Schema.String,
   livemode: Schema.Boolean,
@@ -51,7 +51,7 @@ export interface StoredLink {
 
 const toStored = (row: LinkRow): StoredLink => ({
   id: row.id,
-  applicationId: row.application_id as Ids.ApplicationId,
+  applicationId: row.application_id,
   provider: row.provider,
   accountId: row.account_id,
   livemode: row.livemode,

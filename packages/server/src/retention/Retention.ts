@@ -15,9 +15,10 @@
  * about half of one connection and never monopolises the database. A failed round is logged; the next runs as usual.
  */
 import { IdempotencyDecision } from "@kassa/core"
-import { Context, DateTime, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Context, DateTime, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Columns from "../database/Columns.ts"
 
 export interface RetentionOptions {
   /** Time between two rounds. */
@@ -36,14 +37,15 @@ export const defaults: RetentionOptions = {
 
 /**
  * The statements of one batch each, as run (exported so test/QueryPlans.test.ts and bench/retention.ts explain
- * exactly these). Each answers one row: `n` deleted (and `attempts` for deliveries).
+ * exactly these). Each answers one row: `n` deleted ({@link CountRow}), and `attempts` for deliveries
+ * ({@link DeliveriesCountRow}).
  */
 // The deletes take their keys as an array (`= ANY (ARRAY(…))`), which reads the primary key whatever the planner
 // thinks of the batch's size; `IN (SELECT …)` was planned as a hash join over the whole table on small statistics.
 export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
   // Both deletes in one statement: the foreign key is checked at its end, when the attempts are gone.
   deliveries: (cutoff: Date) =>
-    sql<{ readonly n: number; readonly attempts: number }>`
+    sql`
       WITH batch AS (
         SELECT id FROM deliveries
         WHERE status IN ('succeeded', 'failed') AND updated_at < ${cutoff}
@@ -58,7 +60,7 @@ export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
   // `OFFSET 0` keeps each check a probe of one index per event read: as a join, PostgreSQL planned a hash anti-join
   // over the whole deliveries table (887 MB at 1,000,000 payments) for every batch.
   events: (cutoff: Date) =>
-    sql<{ readonly n: number }>`
+    sql`
       WITH batch AS (
         SELECT e.id FROM events e
         WHERE e.created_at < ${cutoff}
@@ -71,7 +73,7 @@ export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
       SELECT count(*)::int AS n FROM gone
     `,
   audit: (cutoff: Date) =>
-    sql<{ readonly n: number }>`
+    sql`
       WITH gone AS (
         DELETE FROM audit_log WHERE id = ANY (ARRAY(
           SELECT id FROM audit_log WHERE at < ${cutoff} ORDER BY at LIMIT ${limit} FOR UPDATE SKIP LOCKED
@@ -80,7 +82,7 @@ export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
       SELECT count(*)::int AS n FROM gone
     `,
   sessions: (cutoff: Date) =>
-    sql<{ readonly n: number }>`
+    sql`
       WITH gone AS (
         DELETE FROM sessions WHERE token_hash = ANY (ARRAY(
           SELECT token_hash FROM sessions WHERE expires_at < ${cutoff}
@@ -90,7 +92,7 @@ export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
       SELECT count(*)::int AS n FROM gone
     `,
   idempotencyKeys: (cutoff: Date) =>
-    sql<{ readonly n: number }>`
+    sql`
       WITH gone AS (
         DELETE FROM idempotency_keys WHERE (application_id, mode, key) IN (
           SELECT application_id, mode, key FROM idempotency_keys WHERE created_at <= ${cutoff}
@@ -100,6 +102,12 @@ export const statements = (sql: SqlClient.SqlClient, limit: number) => ({
       SELECT count(*)::int AS n FROM gone
     `
 })
+
+/** What a batch answers: the rows it deleted. */
+export const CountRow = Schema.Struct({ n: Columns.Integer })
+
+/** What a batch of deliveries answers: the deliveries it deleted, and their attempts. */
+export const DeliveriesCountRow = Schema.Struct({ n: Columns.Integer, attempts: Columns.Integer })
 
 /** Rows deleted by one round, by kind. */
 export interface PruneResult {
@@ -129,11 +137,20 @@ export class Retention extends Context.Service<
           DateTime.toDateUtc(DateTime.subtractDuration(now, window))
 
         const batches = statements(sql, limit)
-        const rowsOf = (
-          statement: Effect.Effect<ReadonlyArray<{ readonly n: number; readonly attempts?: number }>, SqlError.SqlError>
-        ) =>
-          Effect.map(statement, (rows) => ({ rows: Number(rows[0]?.n ?? 0), attempts: Number(rows[0]?.attempts ?? 0) }))
-        const deliveriesBatch = (cutoff: Date) => rowsOf(batches.deliveries(cutoff))
+        // Each statement answers exactly one row; none would be a broken statement, read as nothing deleted.
+        const rowsOf = (statement: Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>) =>
+          Columns.first(CountRow)(statement).pipe(
+            Effect.map(Option.match({ onNone: () => ({ rows: 0 }), onSome: (row) => ({ rows: row.n }) }))
+          )
+        const deliveriesBatch = (cutoff: Date) =>
+          Columns.first(DeliveriesCountRow)(batches.deliveries(cutoff)).pipe(
+            Effect.map(
+              Option.match({
+                onNone: () => ({ rows: 0, attempts: 0 }),
+                onSome: (row) => ({ rows: row.n, attempts: row.attempts })
+              })
+            )
+          )
         const eventsBatch = (cutoff: Date) => rowsOf(batches.events(cutoff))
         const auditBatch = (cutoff: Date) => rowsOf(batches.audit(cutoff))
         const sessionsBatch = (cutoff: Date) => rowsOf(batches.sessions(cutoff))

@@ -5,16 +5,37 @@
  * already under the current key are left alone, so it may run again, and while servers are serving. API keys are
  * one-way hashes and cannot be re-hashed without the key: each is re-hashed on its first use (ApiKeyRepository).
  */
-import { Effect, Option } from "effect"
+import { Ids } from "@kassa/core"
+import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Columns from "../database/Columns.ts"
+import { ProviderLinkId } from "../providers/ProviderConnector.ts"
 import * as SecretBox from "./SecretBox.ts"
 import { ServerSecrets } from "./ServerSecrets.ts"
 
+/** A table holding sealed values: its id, and a row of its sealed columns (null where a value is optional). */
+interface SealedTable {
+  readonly table: string
+  readonly Id: Schema.ConstraintDecoder<string>
+  readonly Sealed: Schema.ConstraintDecoder<Readonly<Record<string, string | null>>>
+}
+
 /** The sealed columns, by table. */
-const sealedColumns = [
-  { table: "applications", columns: ["webhook_secret_encrypted", "previous_webhook_secret_encrypted"] },
-  { table: "provider_links", columns: ["secret_key_encrypted", "webhook_secret_encrypted"] }
-] as const
+const sealedTables: ReadonlyArray<SealedTable> = [
+  {
+    table: "applications",
+    Id: Ids.ApplicationId,
+    Sealed: Schema.Struct({
+      webhook_secret_encrypted: Schema.String,
+      previous_webhook_secret_encrypted: Schema.NullOr(Schema.String)
+    })
+  },
+  {
+    table: "provider_links",
+    Id: ProviderLinkId,
+    Sealed: Schema.Struct({ secret_key_encrypted: Schema.String, webhook_secret_encrypted: Schema.String })
+  }
+]
 
 export interface ReencryptSummary {
   /** Values re-sealed under the current key, by `table.column`. */
@@ -26,18 +47,16 @@ export const reencrypt = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const { encryptionKey } = yield* ServerSecrets
   const resealed: Record<string, number> = {}
-  for (const { table, columns } of sealedColumns) {
-    const ids = yield* sql<{ readonly id: string }>`SELECT id FROM ${sql(table)} ORDER BY id`
+  for (const { table, Id, Sealed } of sealedTables) {
+    const ids = yield* Columns.all(Schema.Struct({ id: Id }))(sql`SELECT id FROM ${sql(table)} ORDER BY id`)
     for (const { id } of ids) {
       yield* sql.withTransaction(
         Effect.gen(function* () {
-          const rows = yield* sql<
-            Record<string, string | null>
-          >`SELECT * FROM ${sql(table)} WHERE id = ${id} FOR UPDATE`
-          const row = rows[0]
-          if (row === undefined) return
-          for (const column of columns) {
-            const stored = Option.fromNullishOr(row[column])
+          // The row decoded holds only its sealed columns.
+          const row = yield* Columns.first(Sealed)(sql`SELECT * FROM ${sql(table)} WHERE id = ${id} FOR UPDATE`)
+          if (Option.isNone(row)) return
+          for (const [column, value] of Object.entries(row.value)) {
+            const stored = Option.fromNullishOr(value)
             if (Option.isNone(stored) || SecretBox.sealedUnder(encryptionKey, stored.value)) continue
             // Opens under the previous key (or throws: a value neither key opens is a wrong setting, a defect).
             const plain = SecretBox.open(encryptionKey, stored.value)
@@ -49,4 +68,7 @@ export const reencrypt = Effect.gen(function* () {
     }
   }
   return { resealed } satisfies ReencryptSummary
-})
+}).pipe(
+  // A row that does not decode is a broken database, not something to re-seal around.
+  Effect.catchTag("SchemaError", Effect.die)
+)

@@ -30,12 +30,14 @@ import {
   Queue,
   Random,
   Schedule,
+  Schema,
   Tracer
 } from "effect"
 import { Mac } from "effect/crypto"
 import { Headers, HttpTraceContext } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Columns from "../database/Columns.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import {
   type AttemptRecord,
@@ -48,6 +50,9 @@ import {
 } from "./DeliveryRepository.ts"
 import { DeliveryWakeup } from "./DeliveryWakeup.ts"
 import { type Outcome, WebhookSender } from "./WebhookSender.ts"
+
+/** What an attempt's span links to: the trace context stored with its event, if any. */
+const CauseRow = Schema.Struct({ trace_context: Schema.NullOr(Schema.String) })
 
 /** Attempts in flight in one process, by default (`KASSA_DELIVERY_CONCURRENCY`). */
 export const globalLimit = 256
@@ -168,18 +173,20 @@ export class Dispatcher extends Context.Service<
       const causeOf = (deliveryId: Ids.DeliveryId) =>
         Effect.withFiber((fiber): Effect.Effect<ReadonlyArray<Tracer.SpanLink>> => {
           if (fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer) return Effect.succeed([])
-          return sql<{ readonly trace_context: string | null }>`
+          return Columns.first(CauseRow)(sql`
             SELECT e.trace_context FROM deliveries d JOIN events e ON e.id = d.event_id WHERE d.id = ${deliveryId}
-          `.pipe(
-            Effect.map((rows) => {
-              const traceparent = rows[0]?.trace_context
+          `).pipe(
+            Effect.map((row) => {
+              const traceparent = Option.getOrNull(row)?.trace_context
               if (traceparent == null) return []
               return Option.match(HttpTraceContext.fromHeaders(Headers.fromInput({ traceparent })), {
                 onNone: () => [],
                 onSome: (span) => [{ span, attributes: { "kassa.link": "caused_by" } }]
               })
             }),
-            // A link is an aid; the attempt goes ahead without it.
+            // A link is an aid: the attempt goes ahead without it if the database fails. A row that does not decode
+            // is a broken database, as everywhere.
+            Effect.catchTag("SchemaError", Effect.die),
             Effect.orElseSucceed(() => [])
           )
         })
