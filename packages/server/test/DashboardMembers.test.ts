@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createUser, DashboardClient, type DashboardUser } from "./support/DashboardClient.ts"
-import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
+import { databases, type RunningServer, startServer, testPasswordCost } from "./support/TestServer.ts"
 
 interface AuditRow {
   readonly actor: string
@@ -24,7 +24,9 @@ describe.each(databases)("an application's members page on %s", (database) => {
   let server: RunningServer
 
   beforeAll(async () => {
-    server = await startServer(database)
+    // Password hashes at the test cost: these tests sign in dozens of times and none is about the hasher (at
+    // production cost each sign-in and each new user is 0.4 s of CPU).
+    server = await startServer(database, {}, { passwordCost: testPasswordCost })
   })
   afterAll(async () => {
     await server.close()
