@@ -7,10 +7,11 @@
  * transaction (`PaymentBusy`) and rule 5's unique index (`OrderReferenceTaken`, the backstop when creates race).
  */
 import { PgClient } from "@effect/sql-pg"
-import { ApiError, Ids, type Mode, type Payment } from "@kassa/core"
-import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
+import { ApiError, Ids, Mode, Money, Payment } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option, Schema, SchemaGetter, SchemaIssue } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Columns from "../database/Columns.ts"
 
 /** What a key may see: its application's payments in its mode. */
 export interface Scope {
@@ -95,19 +96,145 @@ export const newestFirst = (
   `
 }
 
-const utc = (value: unknown): DateTime.Utc => DateTime.makeUnsafe(value as Date)
-const utcOrNull = (value: unknown): DateTime.Utc | null => (value === null || value === undefined ? null : utc(value))
 const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
 
-type Row = Readonly<Record<string, unknown>>
+// Rows of this module are read on every GET /v1/payments/{id}, create and list, so their schemas are chosen for cost
+// (bench/rows.ts measures one payment row with two refunds).
 
-const refundFromRow = (row: Row): Payment.Refund => ({
-  id: Ids.RefundId.make(String(row.id)),
-  amount: Number(row.amount),
-  status: row.status as Payment.RefundStatus,
-  reason: (row.reason as string | null) ?? null,
-  created_at: utc(row.created_at),
-  confirmed_at: utcOrNull(row.confirmed_at)
+/**
+ * `schema` or `null`, `null` tried first: `Schema.NullOr` tries `schema` first, and a declared or struct schema
+ * refusing a `null` builds a schema issue on the way (a pending payment's row has four such nulls).
+ */
+const nullable = <S extends Schema.Top>(schema: S) => Schema.Union([Schema.Null, schema])
+
+const withOffset = /(?:Z|[+-]\d\d:?\d\d)$/
+
+/**
+ * What `Columns.Timestamp` reads (a `Date` column, ISO text inside `json_agg`), read to the same value for less: one
+ * `DateTime` made instead of two (`DateTime.make`, then `DateTime.toUtc`), and text with an offset (all PostgreSQL
+ * writes) parsed by `Date` without `DateTime.make`'s zone sniffing; other text goes through `DateTime.make` as there.
+ */
+const Instant = Schema.declare(
+  (input: unknown): input is Date | string => input instanceof Date || typeof input === "string"
+)
+  .annotate({ expected: "a Date or ISO 8601 text" })
+  .pipe(
+    Schema.decodeTo(Schema.DateTimeUtc, {
+      decode: SchemaGetter.transformEffect((input: Date | string, options) => {
+        const date = typeof input !== "string" ? input : withOffset.test(input) ? new Date(input) : undefined
+        const time =
+          date === undefined
+            ? Option.getOrUndefined(Option.map(DateTime.make(input), DateTime.toUtc))
+            : Number.isNaN(date.getTime())
+              ? undefined
+              : DateTime.fromDateUnsafe(date)
+        return time === undefined
+          ? Effect.fail(new SchemaIssue.InvalidValue({ message: "not a point in time" }, input, options))
+          : Effect.succeed(time)
+      }),
+      encode: SchemaGetter.transform((time: DateTime.Utc): Date | string => DateTime.toDateUtc(time))
+    })
+  )
+
+/**
+ * A row of `refunds` as a payment's `refund_list` holds it (JSON: timestamps as ISO text, bigints as numbers), or
+ * as columns ({@link RefundOfPaymentRow}). Columns not listed are left out.
+ */
+export const RefundRow = Schema.Struct({
+  id: Ids.RefundId,
+  amount: Columns.Integer,
+  status: Payment.RefundStatus,
+  reason: nullable(Schema.String),
+  created_at: Instant,
+  confirmed_at: nullable(Instant)
+})
+export type RefundRow = typeof RefundRow.Type
+
+/** A `refunds` row read for several payments at once: with the payment it belongs to. */
+const RefundOfPaymentRow = Schema.Struct({ ...RefundRow.fields, payment_id: Ids.PaymentId })
+
+/**
+ * A row of `payments`, with the core's schemas for what it constrains (status, mode, currency, method, locale, the
+ * JSON objects), so that a row the domain could not have written fails to decode instead of reaching a caller.
+ * `refund_list` is there when read with `withRefundList`: NULL when the payment has no refunds.
+ */
+export const PaymentRow = Schema.Struct({
+  id: Ids.PaymentId,
+  application_id: Ids.ApplicationId,
+  mode: Mode.Mode,
+  status: Payment.PaymentStatus,
+  amount: Columns.Integer,
+  refunded_amount: Columns.Integer,
+  currency: Money.Currency,
+  method: Money.Method,
+  order_reference: Schema.String,
+  description: nullable(Schema.String),
+  customer: Payment.Customer,
+  payer: nullable(Payment.Payer),
+  locale: Money.Locale,
+  return_url: nullable(Schema.String),
+  metadata: Payment.Metadata,
+  expires_at: Instant,
+  paid_at: nullable(Instant),
+  created_at: Instant,
+  updated_at: Instant,
+  refund_list: Schema.optionalKey(nullable(Schema.Array(RefundRow)))
+})
+export type PaymentRow = typeof PaymentRow.Type
+
+const IdRow = Schema.Struct({ id: Ids.PaymentId })
+const PaymentIdRow = Schema.Struct({ payment_id: Ids.PaymentId })
+const CursorRow = Schema.Struct({ created_at: Instant, seq: Columns.Integer })
+const OpeningRow = Schema.Struct({ linked: Schema.Boolean, inserted: Schema.Boolean })
+
+// Each decoder is made once, here: `Columns.all` makes its `SqlSchema` on every call, which compiles the array's
+// parser again each time (half as much again per payment row, bench/rows.ts).
+const decodePayments = Schema.decodeUnknownEffect(Schema.Array(PaymentRow))
+const decodeRefunds = Schema.decodeUnknownEffect(Schema.Array(RefundOfPaymentRow))
+const decodeIds = Schema.decodeUnknownEffect(Schema.Array(IdRow))
+const decodePaymentIds = Schema.decodeUnknownEffect(Schema.Array(PaymentIdRow))
+const decodeCursors = Schema.decodeUnknownEffect(Schema.Array(CursorRow))
+/** `insertOpening` selects exactly one row. */
+const decodeOpening = Schema.decodeUnknownEffect(Schema.Tuple([OpeningRow]))
+
+export const refundOf = (row: RefundRow): Payment.Refund => ({
+  id: row.id,
+  amount: row.amount,
+  status: row.status,
+  reason: row.reason,
+  created_at: row.created_at,
+  confirmed_at: row.confirmed_at
+})
+
+/** The stored payment of a decoded row, with its refunds (oldest first) and its checkout page's address. */
+export const storedOf = (
+  row: PaymentRow,
+  refunds: ReadonlyArray<Payment.Refund>,
+  checkoutUrl: string
+): StoredPayment => ({
+  applicationId: row.application_id,
+  updatedAt: row.updated_at,
+  payment: {
+    id: row.id,
+    status: row.status,
+    mode: row.mode,
+    amount: row.amount,
+    refunded_amount: row.refunded_amount,
+    currency: row.currency,
+    method: row.method,
+    order_reference: row.order_reference,
+    description: row.description,
+    customer: row.customer,
+    payer: row.payer,
+    locale: row.locale,
+    return_url: row.return_url,
+    metadata: row.metadata,
+    checkout_url: checkoutUrl,
+    expires_at: row.expires_at,
+    paid_at: row.paid_at,
+    created_at: row.created_at,
+    refunds
+  }
 })
 
 export class PaymentRepository extends Context.Service<
@@ -207,60 +334,34 @@ export class PaymentRepository extends Context.Service<
 
       const checkoutUrl = (id: string) => `${baseUrl}/checkout/${id}`
 
-      const fromRow = (row: Row, refunds: ReadonlyArray<Payment.Refund>): StoredPayment => {
-        const id = Ids.PaymentId.make(String(row.id))
-        return {
-          applicationId: Ids.ApplicationId.make(String(row.application_id)),
-          updatedAt: utc(row.updated_at),
-          payment: {
-            id,
-            status: row.status as Payment.PaymentStatus,
-            mode: row.mode as Mode.Mode,
-            amount: Number(row.amount),
-            refunded_amount: Number(row.refunded_amount),
-            currency: String(row.currency),
-            method: String(row.method),
-            order_reference: String(row.order_reference),
-            description: (row.description as string | null) ?? null,
-            customer: row.customer as Payment.Customer,
-            payer: (row.payer as Payment.Payer | null) ?? null,
-            locale: String(row.locale),
-            return_url: (row.return_url as string | null) ?? null,
-            metadata: row.metadata as Payment.Metadata,
-            checkout_url: checkoutUrl(id),
-            expires_at: utc(row.expires_at),
-            paid_at: utcOrNull(row.paid_at),
-            created_at: utc(row.created_at),
-            refunds
-          }
-        }
-      }
-
       /**
-       * Attaches each payment's refunds (oldest first). Rows read with {@link withRefundList} carry them already;
-       * others (rows just locked) get them from one more query for all of them.
+       * Decodes a statement's payment rows and attaches each payment's refunds (oldest first). Rows read with
+       * {@link withRefundList} carry them already; others (rows just locked) get them from one more query for all
+       * of them.
        */
-      const withRefunds = (rows: ReadonlyArray<Row>) =>
+      const load = <E>(statement: Effect.Effect<ReadonlyArray<unknown>, E>) =>
+        Effect.flatMap(Effect.flatMap(statement, decodePayments), withRefunds)
+
+      const withRefunds = (rows: ReadonlyArray<PaymentRow>) =>
         Effect.gen(function* () {
           if (rows.length === 0) return []
-          if (rows.every((row) => "refund_list" in row)) {
-            return rows.map((row) => fromRow(row, ((row.refund_list ?? []) as ReadonlyArray<Row>).map(refundFromRow)))
+          if (rows.every((row) => row.refund_list !== undefined)) {
+            return rows.map((row) => storedOf(row, (row.refund_list ?? []).map(refundOf), checkoutUrl(row.id)))
           }
-          const ids = rows.map((row) => String(row.id))
+          const ids = rows.map((row) => row.id)
           const refundRows = yield* sql`
             SELECT * FROM refunds WHERE ${sql.in("payment_id", ids)} ORDER BY created_at, seq
-          `
-          const byPayment = new Map<string, Array<Payment.Refund>>()
+          `.pipe(Effect.flatMap(decodeRefunds))
+          const byPayment = new Map<Ids.PaymentId, Array<Payment.Refund>>()
           for (const refund of refundRows) {
-            const key = String(refund.payment_id)
-            const list = byPayment.get(key) ?? []
-            list.push(refundFromRow(refund))
-            byPayment.set(key, list)
+            const list = byPayment.get(refund.payment_id) ?? []
+            list.push(refundOf(refund))
+            byPayment.set(refund.payment_id, list)
           }
-          return rows.map((row) => fromRow(row, byPayment.get(String(row.id)) ?? []))
+          return rows.map((row) => storedOf(row, byPayment.get(row.id) ?? [], checkoutUrl(row.id)))
         })
 
-      const first = (rows: ReadonlyArray<StoredPayment>) => Option.fromNullishOr(rows[0])
+      const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullishOr(rows[0])
 
       // The tenancy check compares `application_id::text`, which no index covers, so the planner can only look the
       // payment up by its primary key. With statistics taken while the table was small (after a burst of creates,
@@ -282,8 +383,7 @@ export class PaymentRepository extends Context.Service<
       ) AS refund_list`
 
       const find = (id: Ids.PaymentId, scope?: Scope) =>
-        sql`SELECT ${withRefundList} FROM payments WHERE ${scoped(id, scope)}`.pipe(
-          Effect.flatMap(withRefunds),
+        load(sql`SELECT ${withRefundList} FROM payments WHERE ${scoped(id, scope)}`).pipe(
           Effect.map(first),
           Effect.orDie
         )
@@ -293,23 +393,22 @@ export class PaymentRepository extends Context.Service<
       })
 
       const lock = (id: Ids.PaymentId, scope: Scope | undefined, mode: LockMode) =>
-        (mode === "nowait"
-          ? sql`SELECT * FROM payments WHERE ${scoped(id, scope)} FOR UPDATE NOWAIT`
-          : sql`SELECT * FROM payments WHERE ${scoped(id, scope)} FOR UPDATE`
+        load(
+          mode === "nowait"
+            ? sql`SELECT * FROM payments WHERE ${scoped(id, scope)} FOR UPDATE NOWAIT`
+            : sql`SELECT * FROM payments WHERE ${scoped(id, scope)} FOR UPDATE`
         ).pipe(
-          Effect.flatMap(withRefunds),
           Effect.map(first),
           Effect.catchReason("SqlError", "LockTimeoutError", () => Effect.fail(busy)),
-          Effect.catchTag("SqlError", Effect.die)
+          Effect.catchTag(["SqlError", "SchemaError"], Effect.die)
         )
 
       const findMany = (ids: ReadonlyArray<Ids.PaymentId>) =>
         ids.length === 0
           ? Effect.succeed([])
-          : sql`SELECT ${withRefundList} FROM payments WHERE ${sql.in("id", ids)}`.pipe(
-              Effect.flatMap(withRefunds),
+          : load(sql`SELECT ${withRefundList} FROM payments WHERE ${sql.in("id", ids)}`).pipe(
               Effect.map((stored) => {
-                const byId = new Map(stored.map((entry) => [entry.payment.id as string, entry]))
+                const byId = new Map(stored.map((entry) => [entry.payment.id, entry]))
                 return ids.flatMap((id) => {
                   const entry = byId.get(id)
                   return entry === undefined ? [] : [entry]
@@ -352,7 +451,7 @@ export class PaymentRepository extends Context.Service<
         now: DateTime.Utc,
         opening: { readonly linkId: string; readonly idempotencyKey: string }
       ) =>
-        sql<{ readonly linked: boolean; readonly inserted: boolean }>`
+        sql`
           WITH link AS (
             SELECT id FROM provider_links
             WHERE id = ${opening.linkId} AND application_id = ${owner.applicationId} AND status = 'active'
@@ -382,10 +481,9 @@ export class PaymentRepository extends Context.Service<
           )
           SELECT EXISTS (SELECT 1 FROM link) AS linked, EXISTS (SELECT 1 FROM opening) AS inserted
         `.pipe(
+          Effect.flatMap(decodeOpening),
           Effect.orDie,
-          Effect.map((rows) =>
-            rows[0]?.inserted === true ? "inserted" : rows[0]?.linked === true ? "taken" : "unlinked"
-          )
+          Effect.map(([row]) => (row.inserted ? "inserted" : row.linked ? "taken" : "unlinked"))
         )
 
       const insertRefund = (paymentId: Ids.PaymentId, refund: Payment.Refund, origin: RefundOrigin) => sql`
@@ -428,18 +526,19 @@ export class PaymentRepository extends Context.Service<
             AND order_reference = ${orderReference}
             AND status IN ('pending', 'paid', 'partially_refunded', 'refunded')
         `.pipe(
-          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => Ids.PaymentId.make(String(row.id)))),
+          Effect.flatMap(decodeIds),
+          Effect.map((rows) => Option.map(first(rows), (row) => row.id)),
           Effect.orDie
         )
 
       const findByIdempotencyKey = (scope: Scope, key: string, since: DateTime.Utc) =>
-        sql`
+        load(sql`
           SELECT ${withRefundList} FROM payments
           WHERE application_id = ${scope.applicationId} AND mode = ${scope.mode} AND idempotency_key = ${key}
             AND created_at >= ${toDate(since)}
           ORDER BY created_at DESC, seq DESC
           LIMIT 1
-        `.pipe(Effect.flatMap(withRefunds), Effect.map(first), Effect.orDie)
+        `).pipe(Effect.map(first), Effect.orDie)
 
       const findRefundByIdempotencyKey = (scope: Scope, key: string, since: DateTime.Utc) =>
         sql`
@@ -449,9 +548,8 @@ export class PaymentRepository extends Context.Service<
           ORDER BY r.created_at DESC, r.seq DESC
           LIMIT 1
         `.pipe(
-          Effect.map((rows) =>
-            Option.map(Option.fromNullishOr(rows[0]), (row) => Ids.PaymentId.make(String(row.payment_id)))
-          ),
+          Effect.flatMap(decodePaymentIds),
+          Effect.map((rows) => Option.map(first(rows), (row) => row.payment_id)),
           Effect.orDie
         )
 
@@ -466,21 +564,22 @@ export class PaymentRepository extends Context.Service<
             const cursor = yield* sql`
               SELECT created_at, seq FROM payments
               WHERE id = ${query.starting_after} AND application_id = ${scope.applicationId} AND mode = ${scope.mode}
-            `.pipe(Effect.orDie)
+            `.pipe(Effect.flatMap(decodeCursors), Effect.orDie)
             const row = cursor[0]
             if (row === undefined) return yield* new CursorNotFound()
             // Newest first: everything strictly older than the cursor in (created_at, seq) order.
-            clauses.push(sql`(created_at, seq) < (${row.created_at as Date}, ${row.seq as bigint})`)
+            clauses.push(sql`(created_at, seq) < (${toDate(row.created_at)}, ${row.seq})`)
           }
           const branches = statusBranches(sql, query.status, yield* DateTime.now)
           const rows = yield* newestFirst(sql, withRefundList, clauses, branches, query.limit + 1).pipe(Effect.orDie)
-          const payments = yield* withRefunds(rows.slice(0, query.limit)).pipe(Effect.orDie)
+          // The row past the page only says there is more: not decoded.
+          const payments = yield* load(Effect.succeed(rows.slice(0, query.limit))).pipe(Effect.orDie)
           return { payments, hasMore: rows.length > query.limit }
         })
 
       const lockDue = (options: { readonly now: DateTime.Utc; readonly limit: number }) =>
         // payments_pending_expiry (expires_at) WHERE status = 'pending': the due rows are the index's first entries.
-        sql`
+        load(sql`
           SELECT * FROM payments
           WHERE status = 'pending' AND expires_at <= ${toDate(options.now)}
             -- A live payment with a provider checkout is decided by its provider (decisions §10), never lazily.
@@ -488,18 +587,18 @@ export class PaymentRepository extends Context.Service<
           ORDER BY expires_at
           LIMIT ${options.limit}
           FOR UPDATE SKIP LOCKED
-        `.pipe(Effect.flatMap(withRefunds), Effect.orDie)
+        `).pipe(Effect.orDie)
 
       const lockDueAmong = (ids: ReadonlyArray<Ids.PaymentId>, now: DateTime.Utc) =>
         ids.length === 0
           ? Effect.succeed([])
-          : sql`
+          : load(sql`
               SELECT * FROM payments
               WHERE ${sql.in("id", ids)} AND status = 'pending' AND expires_at <= ${toDate(now)}
                 AND NOT EXISTS (SELECT 1 FROM provider_payments pp WHERE pp.payment_id = payments.id)
               ORDER BY id
               FOR UPDATE
-            `.pipe(Effect.flatMap(withRefunds), Effect.orDie)
+            `).pipe(Effect.orDie)
 
       const saveStatuses = (payments: ReadonlyArray<Payment.Payment>, now: DateTime.Utc) =>
         Effect.gen(function* () {
@@ -512,8 +611,8 @@ export class PaymentRepository extends Context.Service<
               UPDATE payments SET status = ${status}, updated_at = ${toDate(now)}
               WHERE ${sql.in("id", ids)} AND status = 'pending'
               RETURNING id
-            `
-            for (const row of rows) changed.push(Ids.PaymentId.make(String(row.id)))
+            `.pipe(Effect.flatMap(decodeIds))
+            for (const row of rows) changed.push(row.id)
           }
           return changed
         }).pipe(Effect.orDie)
