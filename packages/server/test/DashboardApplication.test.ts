@@ -22,7 +22,14 @@ import {
   type WireError,
   type WirePayment
 } from "./support/PaymentFixtures.ts"
-import { databases, freePort, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+import {
+  databases,
+  freePort,
+  type RunningServer,
+  startServer,
+  type TestApplication,
+  testPasswordCost
+} from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
 let paths = 0
@@ -50,7 +57,9 @@ describe.each(databases)("an application's dashboard on %s", (database) => {
   beforeAll(async () => {
     receiver = await startReceiver()
     receiver.answer({ status: 200, body: "ok" })
-    server = await startServer(database)
+    // Password hashes at the test cost: nothing here is about the hasher's pace, and at production cost every
+    // sign-in and new user is 0.4 s of CPU. The production server below hashes at full cost.
+    server = await startServer(database, {}, { passwordCost: testPasswordCost })
     shop = await server.createApplication({ name: "Dashboard shop", webhook_url: receiver.url("/shop") })
     other = await server.createApplication({ name: "Other shop", webhook_url: receiver.url("/other") })
     owner = await createUser(server, { roles: [[shop.application.id, "owner"]] })
