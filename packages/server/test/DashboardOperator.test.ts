@@ -19,7 +19,7 @@ import {
   storedStatus,
   uniqueReference
 } from "./support/PaymentFixtures.ts"
-import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
+import { databases, type RunningServer, startServer, testPasswordCost } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
 const applications = "/dashboard/operator/applications"
@@ -64,7 +64,9 @@ describe.each(databases)("the operator's dashboard pages on %s", (database) => {
   let client: DashboardClient
 
   beforeAll(async () => {
-    server = await startServer(database)
+    // Password hashes at the test cost: nothing here is about the hasher's pace, and at production cost every
+    // sign-in and new user is 0.4 s of CPU. The production server below hashes at full cost.
+    server = await startServer(database, {}, { passwordCost: testPasswordCost })
     receiver = await startReceiver()
     admin = await createUser(server, { operatorAdmin: true })
     client = await DashboardClient.signIn(server, admin)
