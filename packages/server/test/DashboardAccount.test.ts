@@ -7,7 +7,13 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AuditLog } from "../src/audit/AuditLog.ts"
 import { createUser, DashboardClient, type DashboardUser } from "./support/DashboardClient.ts"
-import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+import {
+  databases,
+  type RunningServer,
+  startServer,
+  type TestApplication,
+  testPasswordCost
+} from "./support/TestServer.ts"
 
 const auditOf = (server: RunningServer, email: string) =>
   server.run(Effect.flatMap(AuditLog, (audit) => audit.list({ actor: email, limit: 50 }))).then((page) => page.entries)
@@ -16,7 +22,9 @@ describe.each(databases)("dashboard account page on %s", (database) => {
   let server: RunningServer
   let shop: TestApplication
   beforeAll(async () => {
-    server = await startServer(database)
+    // Password hashes at the test cost: nothing here is about the hasher's pace, and at production cost every
+    // sign-in and new user is 0.4 s of CPU.
+    server = await startServer(database, {}, { passwordCost: testPasswordCost })
     shop = await server.createApplication({ name: "Account shop" })
   })
   afterAll(() => server.close())
