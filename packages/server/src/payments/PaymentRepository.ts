@@ -8,7 +8,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { ApiError, Ids, Mode, Money, Payment } from "@kassa/core"
-import { Context, DateTime, Effect, Layer, Option, Schema, SchemaGetter, SchemaIssue } from "effect"
+import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Columns from "../database/Columns.ts"
@@ -101,35 +101,6 @@ const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
 // Rows of this module are read on every GET /v1/payments/{id}, create and list, so their schemas are chosen for cost
 // (bench/rows.ts measures one payment row with two refunds): nullable columns try `null` first (`Columns.orNull`).
 
-const withOffset = /(?:Z|[+-]\d\d:?\d\d)$/
-
-/**
- * What `Columns.Timestamp` reads (a `Date` column, ISO text inside `json_agg`), read to the same value for less: one
- * `DateTime` made instead of two (`DateTime.make`, then `DateTime.toUtc`), and text with an offset (all PostgreSQL
- * writes) parsed by `Date` without `DateTime.make`'s zone sniffing; other text goes through `DateTime.make` as there.
- */
-const Instant = Schema.declare(
-  (input: unknown): input is Date | string => input instanceof Date || typeof input === "string"
-)
-  .annotate({ expected: "a Date or ISO 8601 text" })
-  .pipe(
-    Schema.decodeTo(Schema.DateTimeUtc, {
-      decode: SchemaGetter.transformEffect((input: Date | string, options) => {
-        const date = typeof input !== "string" ? input : withOffset.test(input) ? new Date(input) : undefined
-        const time =
-          date === undefined
-            ? Option.getOrUndefined(Option.map(DateTime.make(input), DateTime.toUtc))
-            : Number.isNaN(date.getTime())
-              ? undefined
-              : DateTime.fromDateUnsafe(date)
-        return time === undefined
-          ? Effect.fail(new SchemaIssue.InvalidValue({ message: "not a point in time" }, input, options))
-          : Effect.succeed(time)
-      }),
-      encode: SchemaGetter.transform((time: DateTime.Utc): Date | string => DateTime.toDateUtc(time))
-    })
-  )
-
 /**
  * A row of `refunds` as a payment's `refund_list` holds it (JSON: timestamps as ISO text, bigints as numbers), or
  * as columns ({@link RefundOfPaymentRow}). Columns not listed are left out.
@@ -139,8 +110,8 @@ export const RefundRow = Schema.Struct({
   amount: Columns.Integer,
   status: Payment.RefundStatus,
   reason: Columns.orNull(Schema.String),
-  created_at: Instant,
-  confirmed_at: Columns.orNull(Instant)
+  created_at: Columns.Timestamp,
+  confirmed_at: Columns.NullableTimestamp
 })
 export type RefundRow = typeof RefundRow.Type
 
@@ -168,17 +139,17 @@ export const PaymentRow = Schema.Struct({
   locale: Money.Locale,
   return_url: Columns.orNull(Schema.String),
   metadata: Payment.Metadata,
-  expires_at: Instant,
-  paid_at: Columns.orNull(Instant),
-  created_at: Instant,
-  updated_at: Instant,
+  expires_at: Columns.Timestamp,
+  paid_at: Columns.NullableTimestamp,
+  created_at: Columns.Timestamp,
+  updated_at: Columns.Timestamp,
   refund_list: Schema.optionalKey(Columns.orNull(Schema.Array(RefundRow)))
 })
 export type PaymentRow = typeof PaymentRow.Type
 
 const IdRow = Schema.Struct({ id: Ids.PaymentId })
 const PaymentIdRow = Schema.Struct({ payment_id: Ids.PaymentId })
-const CursorRow = Schema.Struct({ created_at: Instant, seq: Columns.Integer })
+const CursorRow = Schema.Struct({ created_at: Columns.Timestamp, seq: Columns.Integer })
 const OpeningRow = Schema.Struct({ linked: Schema.Boolean, inserted: Schema.Boolean })
 
 // Each decoder is made once, here: `Columns.all` makes its `SqlSchema` on every call, which compiles the array's
