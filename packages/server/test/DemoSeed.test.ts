@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { ApiKey } from "@kassa/core"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, describe, it } from "vitest"
 import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
 import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
@@ -144,172 +144,169 @@ const inspect = <A>(
 
 const secretPattern = /pk_(test|live)_[0-9A-Za-z]{32}|whsec_[0-9A-Za-z]{32}/
 
-describe.each(databases)("first start on %s", (database) => {
-  it(
-    "seeds a demo application once, prints its secrets once in a banner, and later starts print none",
-    async () => {
-      const installation = await install(database)
-      const first = await start(installation)
-      const base = `http://localhost:${first.port}`
-      const { banner } = splitBanner(first.stdout())
-      expect(banner.length).toBeGreaterThan(0)
+// The PGlite and the PostgreSQL installations are independent (each its own data directory, and its own database):
+// their starts, each the work of a child process, run side by side. Within one database the tests run one after the
+// other, so no more than two starts (a PGlite one and a PostgreSQL one) share the machine at once.
+describe.concurrent.each(databases)("first start on %s", (database) => {
+  it("seeds a demo application once, prints its secrets once in a banner, and later starts print none", {
+    concurrent: false,
+    timeout: 4 * startTimeout
+  }, async ({ expect }) => {
+    const installation = await install(database)
+    const first = await start(installation)
+    const base = `http://localhost:${first.port}`
+    const { banner } = splitBanner(first.stdout())
+    expect(banner.length).toBeGreaterThan(0)
 
-      const testKey = field(banner, "Test API key") ?? ""
-      const webhookSecret = field(banner, "Webhook secret") ?? ""
-      const adminToken = field(banner, "Admin token") ?? ""
-      expect(testKey).toMatch(/^pk_test_[0-9A-Za-z]{32}$/)
-      expect(webhookSecret).toMatch(/^whsec_[0-9A-Za-z]{32}$/)
-      expect(adminToken).toMatch(/^[A-Za-z0-9_-]{40,}$/)
-      expect(banner.join("\n")).toContain("generated")
-      expect(banner.join("\n")).toContain(base)
-      expect(banner.map((line) => line.trim())).toContain(
-        `curl -s ${base}/api/v1/payments -H "Authorization: Bearer ${testKey}" -H "Content-Type: application/json" ` +
-          `-d '{"amount":1000,"order_reference":"order-1"}'`
-      )
-      // The first operator admin's sign-in, shown once, works in the dashboard.
-      const adminEmail = field(banner, "E-mail") ?? ""
-      const adminPassword = field(banner, "Password") ?? ""
-      expect(adminEmail).toBe("admin@kassa.local")
-      expect(adminPassword).toMatch(/^[0-9A-Za-z]{20}$/)
-      expect(banner.join("\n")).toContain(`${base}/dashboard`)
-      const dashboard = new DashboardClient(`http://127.0.0.1:${first.port}`, base)
-      const signedIn = await dashboard.login(adminEmail, adminPassword)
-      expect(signedIn.status).toBe(303)
-      expect((await dashboard.get("/dashboard")).location).toBe("/dashboard/operator/applications")
-      // A banner, not log lines: no timestamp or level in front.
-      for (const line of banner) expect(line).not.toMatch(/^\[\d{2}:\d{2}/)
+    const testKey = field(banner, "Test API key") ?? ""
+    const webhookSecret = field(banner, "Webhook secret") ?? ""
+    const adminToken = field(banner, "Admin token") ?? ""
+    expect(testKey).toMatch(/^pk_test_[0-9A-Za-z]{32}$/)
+    expect(webhookSecret).toMatch(/^whsec_[0-9A-Za-z]{32}$/)
+    expect(adminToken).toMatch(/^[A-Za-z0-9_-]{40,}$/)
+    expect(banner.join("\n")).toContain("generated")
+    expect(banner.join("\n")).toContain(base)
+    expect(banner.map((line) => line.trim())).toContain(
+      `curl -s ${base}/api/v1/payments -H "Authorization: Bearer ${testKey}" -H "Content-Type: application/json" ` +
+        `-d '{"amount":1000,"order_reference":"order-1"}'`
+    )
+    // The first operator admin's sign-in, shown once, works in the dashboard.
+    const adminEmail = field(banner, "E-mail") ?? ""
+    const adminPassword = field(banner, "Password") ?? ""
+    expect(adminEmail).toBe("admin@kassa.local")
+    expect(adminPassword).toMatch(/^[0-9A-Za-z]{20}$/)
+    expect(banner.join("\n")).toContain(`${base}/dashboard`)
+    const dashboard = new DashboardClient(`http://127.0.0.1:${first.port}`, base)
+    const signedIn = await dashboard.login(adminEmail, adminPassword)
+    expect(signedIn.status).toBe(303)
+    expect((await dashboard.get("/dashboard")).location).toBe("/dashboard/operator/applications")
+    // A banner, not log lines: no timestamp or level in front.
+    for (const line of banner) expect(line).not.toMatch(/^\[\d{2}:\d{2}/)
 
-      // The printed curl command creates a test payment (sent to the bound address: `localhost` may resolve to ::1).
-      const created = await fetch(`http://127.0.0.1:${first.port}/api/v1/payments`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${testKey}`, "Content-Type": "application/json" },
-        body: '{"amount":1000,"order_reference":"order-1"}'
+    // The printed curl command creates a test payment (sent to the bound address: `localhost` may resolve to ::1).
+    const created = await fetch(`http://127.0.0.1:${first.port}/api/v1/payments`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${testKey}`, "Content-Type": "application/json" },
+      body: '{"amount":1000,"order_reference":"order-1"}'
+    })
+    expect(created.status).toBe(201)
+    expect(await created.json()).toMatchObject({
+      status: "pending",
+      mode: "test",
+      amount: 1000,
+      currency: "EUR",
+      order_reference: "order-1"
+    })
+
+    // The printed admin token works; the demo application is there, active, with its one test key.
+    const listed = await first.admin("/applications", adminToken)
+    expect(listed.status).toBe(200)
+    const { data } = (await listed.json()) as { data: Array<Record<string, unknown>> }
+    expect(data).toEqual([
+      expect.objectContaining({
+        name: "Demo shop",
+        status: "active",
+        return_url_host: "localhost",
+        webhook_url: null,
+        methods: ["card"],
+        currencies: ["EUR"]
       })
-      expect(created.status).toBe(201)
-      expect(await created.json()).toMatchObject({
-        status: "pending",
+    ])
+    const applicationId = String(data[0]?.id)
+    const keys = (await (await first.admin(`/applications/${applicationId}/keys`, adminToken)).json()) as {
+      data: Array<{ mode: string; display: string; revoked_at: string | null }>
+    }
+    expect(keys.data).toEqual([
+      expect.objectContaining({
         mode: "test",
-        amount: 1000,
-        currency: "EUR",
-        order_reference: "order-1"
+        display: ApiKey.display(ApiKey.ApiKey.make(testKey)),
+        revoked_at: null
       })
+    ])
 
-      // The printed admin token works; the demo application is there, active, with its one test key.
-      const listed = await first.admin("/applications", adminToken)
-      expect(listed.status).toBe(200)
-      const { data } = (await listed.json()) as { data: Array<Record<string, unknown>> }
-      expect(data).toEqual([
-        expect.objectContaining({
-          name: "Demo shop",
-          status: "active",
-          return_url_host: "localhost",
-          webhook_url: null,
-          methods: ["card"],
-          currencies: ["EUR"]
-        })
-      ])
-      const applicationId = String(data[0]?.id)
-      const keys = (await (await first.admin(`/applications/${applicationId}/keys`, adminToken)).json()) as {
-        data: Array<{ mode: string; display: string; revoked_at: string | null }>
-      }
-      expect(keys.data).toEqual([
-        expect.objectContaining({
-          mode: "test",
-          display: ApiKey.display(ApiKey.ApiKey.make(testKey)),
-          revoked_at: null
-        })
-      ])
+    const firstOutput = await first.stop()
+    // The secrets appear in the banner on stdout and nowhere else: no log line, nothing on stderr.
+    for (const secret of [testKey, webhookSecret, adminToken, adminPassword]) {
+      for (const line of splitBanner(firstOutput.stdout).rest) expect(line).not.toContain(secret)
+      expect(firstOutput.stderr).not.toContain(secret)
+    }
 
-      const firstOutput = await first.stop()
-      // The secrets appear in the banner on stdout and nowhere else: no log line, nothing on stderr.
-      for (const secret of [testKey, webhookSecret, adminToken, adminPassword]) {
-        for (const line of splitBanner(firstOutput.stdout).rest) expect(line).not.toContain(secret)
-        expect(firstOutput.stderr).not.toContain(secret)
-      }
+    const second = await start(installation)
+    const relisted = await second.admin("/applications", adminToken)
+    expect(relisted.status).toBe(200)
+    // Seeded exactly once.
+    expect(((await relisted.json()) as { data: Array<unknown> }).data).toHaveLength(1)
+    const secondOutput = await second.stop()
+    const all = secondOutput.stdout + secondOutput.stderr
+    expect(splitBanner(secondOutput.stdout).banner).toEqual([])
+    expect(all).toMatch(/^Kassa listening on http:\/\/127\.0\.0\.1:\d+ .*$/m)
+    for (const secret of [testKey, webhookSecret, adminToken, adminPassword]) expect(all).not.toContain(secret)
+    expect(all).not.toMatch(secretPattern)
 
-      const second = await start(installation)
-      const relisted = await second.admin("/applications", adminToken)
-      expect(relisted.status).toBe(200)
-      // Seeded exactly once.
-      expect(((await relisted.json()) as { data: Array<unknown> }).data).toHaveLength(1)
-      const secondOutput = await second.stop()
-      const all = secondOutput.stdout + secondOutput.stderr
-      expect(splitBanner(secondOutput.stdout).banner).toEqual([])
-      expect(all).toMatch(/^Kassa listening on http:\/\/127\.0\.0\.1:\d+ .*$/m)
-      for (const secret of [testKey, webhookSecret, adminToken, adminPassword]) expect(all).not.toContain(secret)
-      expect(all).not.toMatch(secretPattern)
-
-      // The printed key is the demo application's test key, and the printed secret its webhook secret.
-      const stored = await inspect(
-        installation,
-        Effect.gen(function* () {
-          const authenticated = yield* (yield* ApiKeyRepository).authenticate(testKey)
-          const application = Option.getOrThrow(authenticated).application
-          const secrets = yield* (yield* ApplicationRepository).webhookSecrets(application.id)
-          return { application, key: Option.getOrThrow(authenticated).key, secrets: Option.getOrThrow(secrets) }
-        })
-      )
-      expect(stored.application.id).toBe(applicationId)
-      expect(stored.key.mode).toBe("test")
-      expect(stored.secrets.current).toBe(webhookSecret)
-    },
-    4 * startTimeout
-  )
-
-  it(
-    "does not print an admin token set in KASSA_ADMIN_TOKEN; one generated later is shown once, without a new seed",
-    async () => {
-      const installation = await install(database)
-      const token = `env-admin-token-${crypto.randomUUID()}`
-      const first = await start(installation, { KASSA_ADMIN_TOKEN: token })
-      const { banner } = splitBanner(first.stdout())
-      expect(field(banner, "Test API key")).toMatch(/^pk_test_/)
-      expect(banner.join("\n")).toContain("from KASSA_ADMIN_TOKEN (not shown)")
-      expect((await first.admin("/applications", token)).status).toBe(200)
-      const firstOutput = await first.stop()
-      expect(firstOutput.stdout + firstOutput.stderr).not.toContain(token)
-
-      // Without the variable the next start generates a token: shown once, and the database is not seeded again.
-      const second = await start(installation)
-      const secondBanner = splitBanner(second.stdout()).banner
-      const generated = field(secondBanner, "Admin token") ?? ""
-      expect(generated).toMatch(/^[A-Za-z0-9_-]{40,}$/)
-      expect(secondBanner.join("\n")).not.toMatch(secretPattern)
-      const listed = await second.admin("/applications", generated)
-      expect(((await listed.json()) as { data: Array<unknown> }).data).toHaveLength(1)
-      expect((await second.admin("/applications", token)).status).toBe(401)
-      await second.stop()
-
-      const third = await start(installation)
-      const thirdOutput = await third.stop()
-      expect(splitBanner(thirdOutput.stdout).banner).toEqual([])
-      expect(thirdOutput.stdout + thirdOutput.stderr).not.toContain(generated)
-    },
-    4 * startTimeout
-  )
-
-  it(
-    "never seeds in production",
-    async () => {
-      const installation = await install(database)
-      const token = `prod-admin-token-${crypto.randomUUID()}`
-      const run = await start(installation, {
-        KASSA_ENV: "production",
-        // On the PGlite run: production refuses the embedded database unless told.
-        KASSA_ALLOW_EMBEDDED: "1",
-        KASSA_ADMIN_TOKEN: token,
-        KASSA_SECRET_KEY: `prod-secret-key-${crypto.randomUUID()}`
+    // The printed key is the demo application's test key, and the printed secret its webhook secret.
+    const stored = await inspect(
+      installation,
+      Effect.gen(function* () {
+        const authenticated = yield* (yield* ApiKeyRepository).authenticate(testKey)
+        const application = Option.getOrThrow(authenticated).application
+        const secrets = yield* (yield* ApplicationRepository).webhookSecrets(application.id)
+        return { application, key: Option.getOrThrow(authenticated).key, secrets: Option.getOrThrow(secrets) }
       })
-      const listed = await run.admin("/applications", token)
-      expect(listed.status).toBe(200)
-      expect(await listed.json()).toEqual({ data: [] })
-      const output = await run.stop()
-      // In production the start line is a JSON log line too (issue 14 §1).
-      expect(output.stdout).toMatch(/^\{"message":"Kassa listening on [^"]*production\)"/m)
-      expect(splitBanner(output.stdout).banner).toEqual([])
-      expect(output.stdout + output.stderr).not.toMatch(secretPattern)
-      expect(output.stdout + output.stderr).not.toContain(token)
-    },
-    2 * startTimeout
-  )
+    )
+    expect(stored.application.id).toBe(applicationId)
+    expect(stored.key.mode).toBe("test")
+    expect(stored.secrets.current).toBe(webhookSecret)
+  })
+
+  it("does not print an admin token set in KASSA_ADMIN_TOKEN; one generated later is shown once, without a new seed", {
+    concurrent: false,
+    timeout: 4 * startTimeout
+  }, async ({ expect }) => {
+    const installation = await install(database)
+    const token = `env-admin-token-${crypto.randomUUID()}`
+    const first = await start(installation, { KASSA_ADMIN_TOKEN: token })
+    const { banner } = splitBanner(first.stdout())
+    expect(field(banner, "Test API key")).toMatch(/^pk_test_/)
+    expect(banner.join("\n")).toContain("from KASSA_ADMIN_TOKEN (not shown)")
+    expect((await first.admin("/applications", token)).status).toBe(200)
+    const firstOutput = await first.stop()
+    expect(firstOutput.stdout + firstOutput.stderr).not.toContain(token)
+
+    // Without the variable the next start generates a token: shown once, and the database is not seeded again.
+    const second = await start(installation)
+    const secondBanner = splitBanner(second.stdout()).banner
+    const generated = field(secondBanner, "Admin token") ?? ""
+    expect(generated).toMatch(/^[A-Za-z0-9_-]{40,}$/)
+    expect(secondBanner.join("\n")).not.toMatch(secretPattern)
+    const listed = await second.admin("/applications", generated)
+    expect(((await listed.json()) as { data: Array<unknown> }).data).toHaveLength(1)
+    expect((await second.admin("/applications", token)).status).toBe(401)
+    await second.stop()
+
+    const third = await start(installation)
+    const thirdOutput = await third.stop()
+    expect(splitBanner(thirdOutput.stdout).banner).toEqual([])
+    expect(thirdOutput.stdout + thirdOutput.stderr).not.toContain(generated)
+  })
+
+  it("never seeds in production", { concurrent: false, timeout: 2 * startTimeout }, async ({ expect }) => {
+    const installation = await install(database)
+    const token = `prod-admin-token-${crypto.randomUUID()}`
+    const run = await start(installation, {
+      KASSA_ENV: "production",
+      // On the PGlite run: production refuses the embedded database unless told.
+      KASSA_ALLOW_EMBEDDED: "1",
+      KASSA_ADMIN_TOKEN: token,
+      KASSA_SECRET_KEY: `prod-secret-key-${crypto.randomUUID()}`
+    })
+    const listed = await run.admin("/applications", token)
+    expect(listed.status).toBe(200)
+    expect(await listed.json()).toEqual({ data: [] })
+    const output = await run.stop()
+    // In production the start line is a JSON log line too (issue 14 §1).
+    expect(output.stdout).toMatch(/^\{"message":"Kassa listening on [^"]*production\)"/m)
+    expect(splitBanner(output.stdout).banner).toEqual([])
+    expect(output.stdout + output.stderr).not.toMatch(secretPattern)
+    expect(output.stdout + output.stderr).not.toContain(token)
+  })
 })
