@@ -11,7 +11,13 @@ import { OperatorSettings } from "@kassa/core"
 import * as fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
-import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+import {
+  databases,
+  type RunningServer,
+  startServer,
+  type TestApplication,
+  testPasswordCost
+} from "./support/TestServer.ts"
 
 const seed = Number(process.env.KASSA_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31))
 console.info(`[fuzz] seed ${seed} (rerun with KASSA_FUZZ_SEED=${seed})`)
@@ -161,7 +167,8 @@ describe.each(databases)("fuzzed requests on %s", (database) => {
   }
 
   beforeAll(async () => {
-    server = await startServer(database)
+    // Password hashes at the test cost: the fuzzer is after what the forms answer, not the hasher's pace.
+    server = await startServer(database, {}, { passwordCost: testPasswordCost })
     // A rate limit no run reaches: the fuzzer is after the validation behind it, not the limit.
     shop = await server.createApplication({ rate_limit_per_minute: 1_000_000, methods: ["card", "ideal"] })
     target = await server.createApplication({ rate_limit_per_minute: 1_000_000 })
