@@ -13,11 +13,28 @@
  *
  * The 60 s lock is not waited out: the test moves the record's `locked_at` back by 61 s, which is what waiting does
  * to the decision (core `IdempotencyDecision.decide` compares it with the time).
+ *
+ * The same crash on the embedded database (PGlite in the data directory, served by pglite-socket inside the server
+ * process): kill -9 takes the database's process with it, so what must hold is that every commit was on disk when
+ * it was answered. The test reads the data directory itself between two runs of the server (PGlite serves one
+ * process), so it sees exactly what a restart finds.
  */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { NodeCrypto } from "@effect/platform-node"
+import { Application } from "@kassa/core"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
+import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
+import { ServerConfig } from "../src/config/ServerConfig.ts"
+import * as Database from "../src/database/Database.ts"
+import { ServerSecrets } from "../src/security/ServerSecrets.ts"
 import { type FakeStripe, type Fault, startFakeStripe } from "./support/FakeStripe.ts"
 import { scratchDatabase } from "./support/ScratchDatabase.ts"
-import { type ServerProcess, startServerProcess } from "./support/ServerProcess.ts"
+import { type ServerProcess, type SpawnedServer, spawnServer, startServerProcess } from "./support/ServerProcess.ts"
 import { databases, freePort } from "./support/TestServer.ts"
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
@@ -236,4 +253,232 @@ describe.runIf(databases.includes("postgres"))("a server killed between its Stri
     const payments = await query((sql) => sql`SELECT id FROM payments WHERE order_reference = ${reference}`)
     expect(payments).toHaveLength(1)
   }, 180_000)
+})
+
+describe("a server on the embedded database killed between its Stripe call and the commit", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "kassa-live-crash-embedded-"))
+  const adminToken = "live-crash-embedded-admin-token-0123456789"
+  const secretKey = "live-crash-embedded-secret-key-0123456789"
+  let port = 0
+  let fake: FakeStripe
+  let server: SpawnedServer | undefined
+  let liveKey = ""
+  let applicationId = ""
+
+  /** The data directory opened in this process (the server must be down: PGlite serves one process). */
+  const embedded = <A>(
+    effect: Effect.Effect<A, unknown, SqlClient.SqlClient | ApplicationRepository | ApiKeyRepository>
+  ) =>
+    Effect.runPromise(
+      effect.pipe(
+        Effect.provide(
+          Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
+            Layer.provideMerge(Database.layer),
+            Layer.provideMerge(ServerSecrets.layer),
+            Layer.provideMerge(NodeCrypto.layer),
+            Layer.provide(
+              ServerConfig.layerWith({
+                databaseUrl: Option.none(),
+                dataDir,
+                adminToken: Option.some(Redacted.make(adminToken)),
+                secretKey: Option.some(Redacted.make(secretKey))
+              })
+            )
+          )
+        ),
+        Effect.scoped
+      )
+    )
+  const query = <A extends object>(run: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>
+    embedded(
+      Effect.gen(function* () {
+        return yield* run(yield* SqlClient.SqlClient)
+      })
+    )
+
+  /** `node src/main.ts` with no DATABASE_URL (whatever this process has): the embedded database in `dataDir`. */
+  const startChild = async () => {
+    const child = spawnServer({
+      KASSA_PORT: String(port),
+      KASSA_BASE_URL: `http://127.0.0.1:${port}`,
+      KASSA_DATA_DIR: dataDir,
+      KASSA_ADMIN_TOKEN: adminToken,
+      KASSA_SECRET_KEY: secretKey,
+      KASSA_ENV: "development",
+      KASSA_STRIPE_API_URL: fake.url
+    })
+    for (let waited = 0; ; waited += 100) {
+      if (child.child.exitCode !== null) throw new Error(`the server exited: ${child.output()}`)
+      if (waited > 90_000) throw new Error(`the server did not start: ${child.output()}`)
+      const healthy = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (response) => response.ok,
+        () => false
+      )
+      if (healthy) break
+      await sleep(100)
+    }
+    server = child
+  }
+  const killChild = async () => {
+    const child = server?.child
+    server = undefined
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once("exit", resolve))
+    child.kill("SIGKILL")
+    await exited
+  }
+
+  const request = async (path: string, init: { method?: string; key: string; body?: unknown; headers?: object }) => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method: init.method ?? "GET",
+      redirect: "manual",
+      headers: {
+        authorization: `Bearer ${init.key}`,
+        accept: "application/json",
+        ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+        ...init.headers
+      },
+      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+    })
+    return { status: response.status, text: await response.text(), headers: response.headers } satisfies Answer
+  }
+  const create = (idempotencyKey: string, orderReference: string) =>
+    request("/api/v1/payments", {
+      method: "POST",
+      key: liveKey,
+      body: { amount: 4200, order_reference: orderReference, description: "One teapot" },
+      headers: { "idempotency-key": idempotencyKey }
+    })
+  const sessionsOf = (paymentId: string) => fake.sessions().filter((s) => s.client_reference_id === paymentId)
+
+  beforeAll(async () => {
+    port = await freePort()
+    fake = await startFakeStripe()
+    // Migrated and seeded through the repositories, in this process, before the server first opens it.
+    const made = await embedded(
+      Effect.gen(function* () {
+        const application = yield* (yield* ApplicationRepository).create(
+          { ...Application.defaults, status: "active", name: "Embedded teapot shop", return_url_host: "shop.example" },
+          `whsec_${"E".repeat(32)}`
+        )
+        const issued = yield* (yield* ApiKeyRepository).issue(application.id, "live")
+        return { id: application.id, key: issued.key }
+      })
+    )
+    liveKey = made.key
+    applicationId = made.id
+    await startChild()
+    const account = fake.addAccount({ livemode: true })
+    const linked = await request(`/admin/api/v1/applications/${applicationId}/provider-account`, {
+      method: "PUT",
+      key: adminToken,
+      body: { provider: "stripe", secret_key: account.key }
+    })
+    expect(linked.status, linked.text).toBe(200)
+  }, 180_000)
+
+  afterAll(async () => {
+    await killChild()
+    await fake?.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  /** What the dead request committed, read from the data directory as the next start finds it. */
+  const leftBehind = async (reference: string, key: string) => {
+    const [payment] = await query<{ id: string; status: string }>(
+      (sql) => sql`SELECT id, status FROM payments WHERE order_reference = ${reference}`
+    )
+    const paymentId = String(payment?.id)
+    const [row] = await query<{ state: string; idempotency_key: string }>(
+      (sql) => sql`SELECT state, idempotency_key FROM provider_payments WHERE payment_id = ${paymentId}`
+    )
+    const [record] = await query<{ response_status: number | null; locked_at: Date | null }>(
+      (sql) => sql`SELECT response_status, locked_at FROM idempotency_keys WHERE key = ${key}`
+    )
+    return { payment, paymentId, row, record }
+  }
+
+  const crashDuringCreate = async (fault: Fault, reference: string) => {
+    const key = `teapot-${crypto.randomUUID()}`
+    const asked = () => fake.requests.filter((r) => r.method === "POST" && r.path === "/v1/checkout/sessions").length
+    const before = asked()
+    fake.inject({ method: "POST", path: "/v1/checkout/sessions" }, fault)
+    const first = create(key, reference).catch(() => undefined)
+    for (let waited = 0; asked() === before; waited += 10) {
+      if (waited > 30_000) throw new Error("Stripe never got the create")
+      await sleep(10)
+    }
+    await killChild()
+    expect(await first).toBeUndefined()
+
+    // The payment, its opening checkout and the key's record were committed before Stripe was asked: all on disk.
+    const left = await leftBehind(reference, key)
+    expect(left.payment?.status).toBe("pending")
+    expect(left.row).toMatchObject({
+      state: "opening",
+      idempotency_key: `kassa:${applicationId}:live:payment:${left.paymentId}`
+    })
+    expect(left.record?.response_status).toBeNull()
+    expect(left.record?.locked_at).not.toBeNull()
+
+    await startChild()
+    // Within the dead request's 60 s: in progress, never a second payment.
+    const early = await create(key, reference)
+    expect(early.status, early.text).toBe(409)
+    expect(JSON.parse(early.text).error.code).toBe("idempotency_request_in_progress")
+    // The 60 s pass (see the module comment), written while the server is down: a second kill -9, of an idle server.
+    await killChild()
+    await query(
+      (sql) => sql`UPDATE idempotency_keys SET locked_at = locked_at - interval '61 seconds' WHERE key = ${key}`
+    )
+    await startChild()
+    const retry = await create(key, reference)
+    return { key, paymentId: left.paymentId, retry }
+  }
+
+  it("Stripe made the session and its answer was lost with the process: the retry ends with that one session", async () => {
+    const reference = `teapot-${crypto.randomUUID()}`
+    const { key, paymentId, retry } = await crashDuringCreate({ kind: "hang-after" }, reference)
+    expect(retry.status, retry.text).toBe(201)
+    expect(JSON.parse(retry.text)).toMatchObject({
+      id: paymentId,
+      status: "pending",
+      checkout_url: `http://127.0.0.1:${port}/checkout/${paymentId}`
+    })
+    const sessions = sessionsOf(paymentId)
+    expect(sessions).toHaveLength(1)
+    const creates = fake.requests.filter(
+      (r) => r.method === "POST" && r.path === "/v1/checkout/sessions" && r.params.client_reference_id === paymentId
+    )
+    expect(creates.map((r) => r.replayed)).toEqual([false, true])
+    // The answer is stored now: the next retry replays it, and a kill -9 right after the 201 loses none of it.
+    const again = await create(key, reference)
+    expect(again.headers.get("idempotent-replayed")).toBe("true")
+    expect(again.text).toBe(retry.text)
+    await killChild()
+    const [row] = await query<{ state: string; session_id: string; checkout_url: string }>(
+      (sql) => sql`SELECT state, session_id, checkout_url FROM provider_payments WHERE payment_id = ${paymentId}`
+    )
+    expect(row).toMatchObject({ state: "open", session_id: sessions[0]?.id, checkout_url: sessions[0]?.url })
+    const payments = await query((sql) => sql`SELECT id FROM payments WHERE order_reference = ${reference}`)
+    expect(payments).toHaveLength(1)
+    const [record] = await query<{ response_status: number | null }>(
+      (sql) => sql`SELECT response_status FROM idempotency_keys WHERE key = ${key}`
+    )
+    expect(record?.response_status).toBe(201)
+    await startChild()
+    const checkout = await request(`/checkout/${paymentId}`, { key: "", headers: { accept: "text/html" } })
+    expect(checkout.status).toBe(303)
+  }, 300_000)
+
+  it("Stripe had not run the create when the process died: the retry makes the one session", async () => {
+    const reference = `teapot-${crypto.randomUUID()}`
+    const { paymentId, retry } = await crashDuringCreate({ kind: "hang" }, reference)
+    expect(retry.status, retry.text).toBe(201)
+    expect(JSON.parse(retry.text)).toMatchObject({ id: paymentId, status: "pending" })
+    expect(sessionsOf(paymentId)).toHaveLength(1)
+    await killChild()
+    const payments = await query((sql) => sql`SELECT id FROM payments WHERE order_reference = ${reference}`)
+    expect(payments).toHaveLength(1)
+  }, 300_000)
 })

@@ -4,21 +4,39 @@
  * (test/support/PlanCapture.ts): no read may scan payments, events or deliveries whole, and each reads the index
  * made for it — so dropping an index, or writing a query no index can serve, fails here. The figures at
  * 1,000,000 payments are bench/scale.ts's.
+ *
+ * Live mode (issue 12) likewise: the create's payment-and-`opening` statement and the session write after the Stripe
+ * call, the background claims (stuck `opening` rows, due reads, failed creates' clean-up, expiries, due refunds) and
+ * the operator's discrepancy and overdue lists. Those are writes too, so they are explained (plain EXPLAIN) without
+ * being run: the seed's provider rows stay as they are, and no claim reaches a provider.
  */
 import type { Ids, Mode } from "@kassa/core"
-import { DateTime, Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { DateTime, Duration, Effect } from "effect"
+import { SqlClient, Statement } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as ApplicationQueries from "../src/dashboard/ApplicationQueries.ts"
 import { OperatorQueries } from "../src/dashboard/OperatorQueries.ts"
+import * as ProviderQueries from "../src/dashboard/ProviderQueries.ts"
+import { PaymentRepository } from "../src/payments/PaymentRepository.ts"
 import { Payments } from "../src/payments/Payments.ts"
+import { LiveCheckouts } from "../src/providers/LiveCheckouts.ts"
+import { LiveRefunds } from "../src/providers/LiveRefunds.ts"
 import * as Retention from "../src/retention/Retention.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { pendingPayment, query } from "./support/PaymentFixtures.ts"
 import { capturePlans, type Explained, indexesOf, type PlanNode, seqScansOf } from "./support/PlanCapture.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
-const big = ["payments", "events", "deliveries", "refunds", "delivery_attempts"]
+const big = [
+  "payments",
+  "events",
+  "deliveries",
+  "refunds",
+  "delivery_attempts",
+  // One row per live payment and per live refund: as big as the live side of payments and refunds.
+  "provider_payments",
+  "provider_refunds"
+]
 
 describe.each(databases)("query plans on %s", (database) => {
   let server: RunningServer
@@ -78,6 +96,71 @@ describe.each(databases)("query plans on %s", (database) => {
         SELECT gen_random_uuid(), id, application_id, mode, CASE WHEN random() < 0.1 THEN 'failed' ELSE 'succeeded' END,
           1, created_at, created_at
         FROM events e WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+      `
+    )
+    // Live mode (issue 12), in proportion: each application linked; every live payment has its checkout row (open
+    // with a session, `not_opened` when it failed; the pending ones in flight, visited and read again later, a few
+    // stuck `opening`), every refunded one its refund and, when live, the refund's provider row; a few
+    // discrepancies, half resolved. Nothing is due now (reads in an hour, stuck rows leased for a day, no checkout
+    // for a payment past its expiry): the server's own rounds must not take seeded rows to a provider.
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO provider_links (id, application_id, provider, account_id, livemode, key_display,
+          secret_key_encrypted, webhook_endpoint_id, webhook_secret_encrypted, status, linked_at)
+        SELECT gen_random_uuid(), a.id, 'stripe', 'acct_' || left(md5(a.id::text), 16), true, 'rk_live_…plan',
+          'sealed', 'we_' || left(md5(a.id::text), 16), 'sealed', 'active', now() - interval '1 year'
+        FROM (VALUES (${appId}::uuid), (${other.application.id}::uuid)) a (id)
+      `
+    )
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
+          visited_at, next_read_at, last_read_at, created_at, updated_at)
+        SELECT p.id, l.id, c.state, CASE WHEN c.state = 'open' THEN 'cs_' || p.id END,
+          CASE WHEN p.status IN ('paid', 'refunded') THEN 'pi_' || p.id END, 'kassa:plan:' || p.id,
+          CASE WHEN c.visited THEN now() - interval '30 minutes' END,
+          CASE WHEN c.visited THEN now() + interval '1 hour' WHEN c.state = 'opening' THEN now() + interval '1 day' END,
+          CASE WHEN c.visited THEN now() - interval '20 minutes' WHEN p.status <> 'pending' THEN p.updated_at END,
+          CASE WHEN c.state = 'opening' THEN now() - interval '1 hour' ELSE p.created_at END, p.updated_at
+        FROM payments p JOIN provider_links l ON l.application_id = p.application_id AND l.status = 'active'
+          CROSS JOIN LATERAL (
+            SELECT CASE WHEN p.status = 'failed' THEN 'not_opened'
+                     WHEN p.status = 'pending' AND right(p.order_reference, 2) = '17' THEN 'opening'
+                     ELSE 'open' END AS state,
+              p.status = 'pending' AND right(p.order_reference, 1) IN ('1', '3', '5') AS visited
+          ) c
+        WHERE p.mode = 'live' AND (p.status <> 'pending' OR p.expires_at > now() + interval '5 minutes')
+      `
+    )
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO refunds (id, payment_id, amount, status, created_at, confirmed_at)
+        SELECT gen_random_uuid(), id, amount, 'succeeded', updated_at, updated_at
+        FROM payments WHERE status = 'refunded'
+      `
+    )
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO provider_refunds (refund_id, payment_id, link_id, provider_refund_id, attempts, next_read_at,
+          last_read_at, created_at, updated_at)
+        SELECT r.id, r.payment_id, pp.link_id, 're_' || r.id, 1,
+          CASE WHEN r.seq % 10 = 0 THEN now() + interval '1 hour' END,
+          CASE WHEN r.seq % 10 = 0 THEN now() - interval '1 hour' ELSE r.created_at END, r.created_at, r.created_at
+        FROM refunds r JOIN provider_payments pp ON pp.payment_id = r.payment_id
+      `
+    )
+    await query(
+      server,
+      (sql) => sql`
+        INSERT INTO provider_discrepancies (payment_id, kind, message, detected_at, resolved_at)
+        SELECT p.id, 'paid_after_final', 'The provider says it was paid', p.updated_at,
+          CASE WHEN right(p.order_reference, 2) = '10' THEN now() END
+        FROM payments p
+        WHERE p.mode = 'live' AND p.status = 'paid' AND right(p.order_reference, 2) IN ('10', '30', '50')
       `
     )
     await query(server, (sql) => sql`VACUUM ANALYZE`)
@@ -232,6 +315,122 @@ describe.each(databases)("query plans on %s", (database) => {
       expect({ text, seqScans: seqScansOf(explained.Plan) }).toEqual({ text, seqScans: [] })
       expectIndexed([{ sql: text, plan: explained.Plan }], [index])
     }
+  })
+
+  /**
+   * Every statement `effect` sends, reads and writes alike, explained (plain EXPLAIN, with sequential scans off) and
+   * not run: each is answered with no rows instead, so a claim changes nothing and reaches no provider.
+   */
+  const explainUnrun = async <A, E>(effect: Effect.Effect<A, E, never>) => {
+    const explained: Array<Explained> = []
+    const transformer: Statement.Transformer = (self, statement) => {
+      const [text, params] = self.compile()
+      return statement.unsafe<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params).pipe(
+        Effect.map((rows) => {
+          const raw = rows[0]?.["QUERY PLAN"]
+          const [plan] = (typeof raw === "string" ? JSON.parse(raw) : raw) as ReadonlyArray<{ readonly Plan: PlanNode }>
+          if (plan !== undefined) explained.push({ sql: text, plan: plan.Plan })
+          return statement.unsafe("SELECT 1 WHERE false")
+        }),
+        Effect.provideService(Statement.CurrentTransformer, undefined),
+        Effect.orDie
+      )
+    }
+    await server.run(
+      sqlClient.withTransaction(
+        Effect.gen(function* () {
+          yield* sqlClient.unsafe("SET LOCAL enable_seqscan = off")
+          // Whatever the service makes of no rows (a decoder may insist on one) is beside the point: the plans are.
+          yield* Effect.exit(effect.pipe(Effect.provideService(Statement.CurrentTransformer, transformer)))
+        })
+      )
+    )
+    return explained
+  }
+
+  it("live create: the payment with its opening checkout (one statement), then the session or the refusal", async () => {
+    const { repo, checkouts } = await server.run(
+      Effect.gen(function* () {
+        return { repo: yield* PaymentRepository, checkouts: yield* LiveCheckouts }
+      })
+    )
+    const [link] = await query(
+      server,
+      (sql) => sql`SELECT id FROM provider_links WHERE application_id = ${appId} AND status = 'active'`
+    )
+    const [stored] = await server.run(repo.findMany([paymentId]))
+    if (stored === undefined || link === undefined) throw new Error("the seed has no payment or no link")
+    const now = DateTime.makeUnsafe(Date.now())
+    const id = crypto.randomUUID() as Ids.PaymentId
+    const payment = { ...stored.payment, id, mode: "live" as const, order_reference: `plan-${id}` }
+    const created = await explainUnrun(
+      repo.insertOpening(payment, { applicationId: appId, idempotencyKey: `plan-${id}` }, now, {
+        linkId: String(link.id),
+        idempotencyKey: `kassa:${appId}:live:payment:${id}`
+      })
+    )
+    expect(created.map(({ sql }) => sql.trimStart().slice(0, 4))).toEqual(["WITH"])
+    expectIndexed(created, [["provider_links_pkey", "provider_links_active"]])
+    const opened = await explainUnrun(
+      checkouts.opened({
+        paymentId,
+        sessionId: `cs_${id}`,
+        url: "https://checkout.stripe.com/c/pay/plan",
+        expiresAt: DateTime.addDuration(now, Duration.hours(1)),
+        now
+      })
+    )
+    // By its key, or among the few `opening` rows (PostgreSQL takes either at 1,000,000 payments: bench/scale.ts).
+    const byKey = ["provider_payments_pkey", "provider_payments_opening"]
+    expectIndexed(opened, [byKey])
+    expectIndexed(await explainUnrun(checkouts.notOpened(paymentId, { refused: true }, now, null)), [byKey])
+  })
+
+  it("live background rounds: stuck openings, due reads, failed creates, expiries at the provider, due refunds", async () => {
+    const { checkouts, refunds } = await server.run(
+      Effect.gen(function* () {
+        return { checkouts: yield* LiveCheckouts, refunds: yield* LiveRefunds }
+      })
+    )
+    // A day and more ahead: every seeded lease and read is due then, as after an outage.
+    const now = DateTime.makeUnsafe(Date.now() + 2 * 86_400_000)
+    const options = { now, limit: 100, lease: Duration.minutes(1) }
+    expectIndexed(await explainUnrun(checkouts.claimStuck({ ...options, staleAfter: Duration.minutes(2) })), [
+      "provider_payments_opening"
+    ])
+    expectIndexed(await explainUnrun(checkouts.claimDue(options)), ["provider_payments_due"])
+    // Its own index (0009_provider_reads): the due reads of open checkouts, however many, are not its rows.
+    expectIndexed(await explainUnrun(checkouts.claimCleanup(options)), ["provider_payments_cleanup_due"])
+    expectIndexed(await explainUnrun(checkouts.claimExpiring(options)), [
+      "payments_pending_expiry",
+      "provider_payments_pkey"
+    ])
+    expectIndexed(await explainUnrun(refunds.settleDue({ now, limit: 100 })), ["provider_refunds_due"])
+  })
+
+  it("the operator's provider pages: open discrepancies (and their next page) and overdue reads", async () => {
+    const now = DateTime.makeUnsafe(Date.now())
+    expectIndexed(await run(ProviderQueries.openDiscrepancies(sqlClient, { limit: 50, before: undefined })), [
+      "provider_discrepancies_open",
+      "payments_pkey"
+    ])
+    const [last] = await query(
+      server,
+      (sql) => sql`SELECT id FROM provider_discrepancies WHERE resolved_at IS NULL ORDER BY detected_at DESC LIMIT 1`
+    )
+    if (last === undefined) throw new Error("the seed has no open discrepancy")
+    const nextPage = await run(ProviderQueries.openDiscrepancies(sqlClient, { limit: 50, before: Number(last?.id) }))
+    expectIndexed(nextPage, ["provider_discrepancies_open", "provider_discrepancies_pkey"])
+    // In the page's order (0009_provider_reads): a page reads its rows and stops, however many are in flight.
+    expectIndexed(await run(ProviderQueries.overdueReads(sqlClient, { now, limit: 50, before: undefined })), [
+      "provider_payments_waiting",
+      "provider_refunds_waiting",
+      "payments_pkey"
+    ])
+    expectIndexed(
+      await run(ProviderQueries.overdueReads(sqlClient, { now, limit: 50, before: new Date(Date.now() - 3_600_000) })),
+      ["provider_payments_waiting", "provider_refunds_waiting"]
+    )
   })
 
   it("a delivery written without its mode gets its event's (a server of the previous version)", async () => {

@@ -17,6 +17,7 @@ import live from "./migrations/0005_live.ts"
 import liveCheckout from "./migrations/0006_live_checkout.ts"
 import retention from "./migrations/0007_retention.ts"
 import traceContext from "./migrations/0008_trace_context.ts"
+import providerReads from "./migrations/0009_provider_reads.ts"
 import * as ObservedPgClient from "./ObservedPgClient.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
@@ -28,7 +29,8 @@ export const migrations = PgMigrator.fromRecord({
   "0005_live": live,
   "0006_live_checkout": liveCheckout,
   "0007_retention": retention,
-  "0008_trace_context": traceContext
+  "0008_trace_context": traceContext,
+  "0009_provider_reads": providerReads
 })
 
 const clientOptions = {
