@@ -109,9 +109,11 @@ const seedLive = async (apps: ReadonlyArray<string>) => {
   `)
   await sql(`
     INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
-      visited_at, next_read_at, last_read_at, created_at, updated_at)
+      visit_ip, visit_user_agent, visited_at, next_read_at, last_read_at, created_at, updated_at)
     SELECT p.id, l.id, c.state, CASE WHEN c.state = 'open' THEN 'cs_' || p.id END,
       CASE WHEN p.status IN ('paid', 'refunded') THEN 'pi_' || p.id END, 'kassa:bench:' || p.id,
+      -- A visit is its address, User-Agent and time together (LiveCheckouts' row schema).
+      CASE WHEN p.status = 'pending' THEN '203.0.113.7' END, CASE WHEN p.status = 'pending' THEN 'Mozilla/5.0' END,
       CASE WHEN p.status = 'pending' THEN now() - interval '29 minutes' END,
       CASE WHEN c.state = 'opening' THEN now() + interval '1 day' WHEN p.status = 'pending' THEN now() + interval '1 hour'
         WHEN c.state = 'not_opened' AND right(p.order_reference, 3) = '003' THEN now() + interval '3 days' END,

@@ -117,9 +117,11 @@ describe.each(databases)("query plans on %s", (database) => {
       server,
       (sql) => sql`
         INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
-          visited_at, next_read_at, last_read_at, created_at, updated_at)
+          visit_ip, visit_user_agent, visited_at, next_read_at, last_read_at, created_at, updated_at)
         SELECT p.id, l.id, c.state, CASE WHEN c.state = 'open' THEN 'cs_' || p.id END,
           CASE WHEN p.status IN ('paid', 'refunded') THEN 'pi_' || p.id END, 'kassa:plan:' || p.id,
+          -- A visit is its address, User-Agent and time together (LiveCheckouts' row schema).
+          CASE WHEN c.visited THEN '203.0.113.7' END, CASE WHEN c.visited THEN 'Mozilla/5.0' END,
           CASE WHEN c.visited THEN now() - interval '30 minutes' END,
           CASE WHEN c.visited THEN now() + interval '1 hour' WHEN c.state = 'opening' THEN now() + interval '1 day' END,
           CASE WHEN c.visited THEN now() - interval '20 minutes' WHEN p.status <> 'pending' THEN p.updated_at END,
