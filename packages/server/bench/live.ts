@@ -28,6 +28,20 @@
  * Node process, costs 0.63 ms (http) and 0.73–0.95 ms (https) of CPU, about half a test create, and inside the
  * server it costs roughly twice that. So 1.5 needs both fewer statements and a cheaper call.
  *
+ * Session 8, on a quiet machine (load 1.7–3.7, nothing else running), this file as committed: live/test 2.06 at
+ * saturation (1,803 / 3,717 µs) and 2.09 at 200 req/s (1,690 / 3,537 µs). What the live create's extra ~1,850 µs is,
+ * from variants of the code measured the same way and not committed (2 rounds of 8 s each):
+ * - the Stripe call answered in process (no SDK request, no HTTPS): live/test 1.30 and 1.49 (2,247 / 2,369 µs live);
+ * - the session UPDATE skipped: 1.96 and 2.14 (it costs 100–250 µs);
+ * - both: 1.30 and 1.17.
+ * So Kassa's own live work (the CTE, the UPDATE, the orchestration) is within 1.5×; the official SDK's HTTPS call is
+ * ~1,200–1,400 µs of the server's CPU, 0.7–0.8 of a test create on its own, although the same call costs 350–450 µs
+ * in a bare process (`checkout.sessions.create` in a loop, keep-alive TLS: the SDK's form encoding, user agent and
+ * JSON parse, node's http client and TLS, and the GC of what they allocate, in a server whose caches and young
+ * generation the rest of the request also uses). A transport of the SDK's own (`Stripe.HttpClient` over undici's
+ * Pool) saved 40–80 µs a call in the bare process, the young generation at 16 MB lowered both kinds alike (2.10 and
+ * 1.95), and effect's timeout and span around the call cost ~7 µs each: none of these reach 1.5.
+ *
  * Settings: KASSA_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), KASSA_BENCH_SECONDS (10),
  * KASSA_BENCH_ROUNDS (3), KASSA_BENCH_NODE_FLAGS (replaces `npm start`'s flags; e.g. `--cpu-prof` to profile, the
  * profile is written into packages/server when the server exits), KASSA_BENCH_ONLY (`live` or `test`: one kind, for
