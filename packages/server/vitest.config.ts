@@ -1,5 +1,4 @@
 import { existsSync } from "node:fs"
-import { availableParallelism } from "node:os"
 import { configDefaults, mergeConfig } from "vitest/config"
 import shared from "../../vitest.shared.ts"
 
@@ -16,10 +15,6 @@ if (!haveBrowser) {
 
 export default mergeConfig(shared, {
   test: {
-    exclude: [...configDefaults.exclude, ...(haveBrowser ? [] : ["test/browser/**"])],
-    // vitest's default is one worker fewer than the cores: a single file at a time on a two-core machine. These files
-    // mostly wait on sockets, databases and child processes, so one worker per core runs two at once (the suite took 404 s with two workers, 756 s with one, the latter
-    // under more load from other work).
-    maxWorkers: Math.max(2, availableParallelism())
+    exclude: [...configDefaults.exclude, ...(haveBrowser ? [] : ["test/browser/**"])]
   }
 })
