@@ -76,7 +76,7 @@ export const expireShown = Effect.fn("PaymentSearch.expireShown")(function* (
   const due = page.rows.filter((row) => row.status === "pending" && row.expiresAt.getTime() <= now)
   if (due.length === 0) return page
   const fresh = new Map(
-    (yield* payments.expireShown(due.map((row) => row.id as Ids.PaymentId))).map(
+    (yield* payments.expireShown(due.map((row) => row.id))).map(
       (payment) => [payment.id as string, payment.status] as const
     )
   )

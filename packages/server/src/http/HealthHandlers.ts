@@ -4,14 +4,18 @@
  * load balancer's check sees the stall instead of hanging on it.
  */
 import { ApiError, MerchantApi } from "@kassa/core"
-import { Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import * as Columns from "../database/Columns.ts"
 import * as Database from "../database/Database.ts"
 import { Readiness } from "../observability/Readiness.ts"
 import { DeadlineExceeded, withDeadline } from "./ResponseMiddleware.ts"
+
+/** The newest migration applied (NULL on an empty table). */
+const LatestMigration = Schema.Struct({ latest: Columns.NullableInteger })
 
 /** Longest a health check waits for the database (shorter when the request deadline is). */
 export const healthTimeout = Duration.seconds(2)
@@ -70,11 +74,11 @@ export const ProbeRoutes = Layer.unwrap(
           const sql = yield* SqlClient.SqlClient
           const { requestDeadline } = yield* ServerConfig
           const applied = yield* withDeadline(
-            sql<{ readonly latest: number | null }>`SELECT max(migration_id) AS latest FROM kassa_migrations`,
+            Columns.first(LatestMigration)(sql`SELECT max(migration_id) AS latest FROM kassa_migrations`),
             Duration.min(healthTimeout, requestDeadline)
           ).pipe(Effect.option, Effect.map(Option.flatten))
           if (Option.isNone(applied)) return probeAnswer(503, { status: "not_ready", reason: "database" })
-          if (Number(applied.value[0]?.latest ?? 0) < latest) {
+          if ((Option.getOrUndefined(applied.value)?.latest ?? 0) < latest) {
             return probeAnswer(503, { status: "not_ready", reason: "schema_behind" })
           }
           return probeAnswer(200, { status: "ready" })

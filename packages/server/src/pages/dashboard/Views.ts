@@ -16,7 +16,7 @@ import type { DateTime } from "effect"
 
 /** A row of a payments list. */
 export interface PaymentSummary {
-  readonly id: string
+  readonly id: Ids.PaymentId
   readonly applicationId: string
   readonly applicationName: string
   readonly mode: Mode.Mode
