@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { Ids } from "@kassa/core"
-import { ConfigProvider, DateTime, Duration, Effect, Exit, Layer, Redacted } from "effect"
+import { Cause, ConfigProvider, DateTime, Duration, Effect, Exit, Layer, Redacted } from "effect"
 import Stripe from "stripe"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
@@ -363,6 +363,39 @@ describe("no answer is its own outcome", () => {
     const retried = await opened(link, request)
     expect(fake.requests.at(-1)?.replayed).toBe(true)
     expect(fake.sessions().filter((session) => session.id === retried.sessionId)).toHaveLength(1)
+  })
+
+  it("the server's bound is 10 s (decisions §10); a test may shorten it, a production start refuses that", async () => {
+    // The bound the server's connector takes when nothing shortens it (`layer` reads it; LivePayments shortens it).
+    expect(Duration.toMillis(Effect.runSync(Effect.service(StripeConnector.CallTimeout)))).toBe(10_000)
+    const link = linkFor(fake.secretKey)
+    fake.inject({ method: "GET", path: /^\/v1\/checkout\/sessions\// }, { kind: "hang" })
+    const { sessionId } = await opened(link)
+    const shortened = Layer.succeed(StripeConnector.CallTimeout, Duration.millis(300))
+    const read = Effect.flatMap(connector, (c) => c.read(link, sessionId))
+    expect(
+      await Effect.runPromise(
+        Effect.provide(
+          read,
+          StripeConnector.layer.pipe(
+            Layer.provide(ServerConfig.layerWith({ stripeApiUrl: fake.url })),
+            Layer.provide(shortened)
+          )
+        )
+      )
+    ).toEqual({ _tag: "NoAnswer", reason: "timeout" })
+    const production = await Effect.runPromise(
+      Effect.exit(
+        Effect.provide(
+          read,
+          StripeConnector.layer.pipe(
+            Layer.provide(ServerConfig.layerWith({ stripeApiUrl: fake.url, environment: "production" })),
+            Layer.provide(shortened)
+          )
+        )
+      )
+    )
+    expect(Exit.isFailure(production) && Cause.pretty(production.cause)).toContain("for tests only")
   })
 
   it("a Stripe that is not there at all → unavailable", async () => {

@@ -13,9 +13,9 @@
  *   "no answer"; 401/403 are a refused key (`secret_key`); other 4xx are refusals.
  */
 import { Ids, type ProviderSettlement } from "@kassa/core"
-import { Clock, DateTime, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Clock, Context, DateTime, Duration, Effect, Layer, Option, Redacted, Schema } from "effect"
 import Stripe from "stripe"
-import { ServerConfig } from "../config/ServerConfig.ts"
+import { InvalidSetting, ServerConfig } from "../config/ServerConfig.ts"
 import * as Tracing from "../observability/Tracing.ts"
 import {
   type CheckoutReading,
@@ -191,6 +191,17 @@ const header = (headers: Readonly<Record<string, string | undefined>>, name: str
   return undefined
 }
 
+/** How long a Stripe call may take before it is "no answer" (decisions §10). */
+export const callTimeout = Duration.seconds(10)
+
+/**
+ * The bound of the server's Stripe calls: {@link callTimeout} unless a test shortens it (tests that wait for a call
+ * that never answers). No setting reaches it, and a production start with another value stops.
+ */
+export const CallTimeout = Context.Reference<Duration.Duration>("@kassa/server/providers/StripeConnector/CallTimeout", {
+  defaultValue: () => callTimeout
+})
+
 /** The connector with the settings' `KASSA_STRIPE_API_URL` and the given bounds. */
 export const layerWith = (options: StripeConnectorOptions = {}) =>
   Layer.effect(
@@ -200,7 +211,11 @@ export const layerWith = (options: StripeConnectorOptions = {}) =>
       const url = new URL(config.stripeApiUrl)
       const protocol = url.protocol === "http:" ? ("http" as const) : ("https" as const)
       const port = url.port === "" ? (protocol === "http" ? 80 : 443) : Number(url.port)
-      const timeout = options.timeout ?? Duration.seconds(10)
+      const bound = yield* CallTimeout
+      if (config.environment === "production" && !Duration.equals(bound, callTimeout)) {
+        return yield* Effect.die(new InvalidSetting("a shortened Stripe call bound is for tests only"))
+      }
+      const timeout = options.timeout ?? bound
       const timeoutMillis = Math.max(1, Math.round(Duration.toMillis(timeout)))
 
       const makeClient = (key: Redacted.Redacted<string>) =>

@@ -19,6 +19,7 @@ import {
 import { ServerConfig, type ServerSettings } from "../../src/config/ServerConfig.ts"
 import * as KassaServer from "../../src/KassaServer.ts"
 import { PaymentProvider } from "../../src/payments/PaymentProvider.ts"
+import * as StripeConnector from "../../src/providers/StripeConnector.ts"
 import * as PasswordHash from "../../src/users/PasswordHash.ts"
 import { PollInterval } from "../../src/webhooks/Dispatcher.ts"
 
@@ -123,6 +124,11 @@ export const startServer = async (
      * the hasher's pace may use {@link testPasswordCost}. A production server refuses anything but the production cost.
      */
     readonly passwordCost?: PasswordHash.Cost
+    /**
+     * The bound of the server's Stripe calls (10 s unless set): for tests that wait for a call Stripe never answers.
+     * A production server refuses any other value.
+     */
+    readonly stripeCallTimeout?: Duration.Duration
   } = {}
 ): Promise<RunningServer> => {
   const port = await freePort()
@@ -150,11 +156,15 @@ export const startServer = async (
   const poll = options.pollInterval === undefined ? Layer.empty : Layer.succeed(PollInterval, options.pollInterval)
   const cost =
     options.passwordCost === undefined ? Layer.empty : Layer.succeed(PasswordHash.HashCost, options.passwordCost)
+  const stripeBound =
+    options.stripeCallTimeout === undefined
+      ? Layer.empty
+      : Layer.succeed(StripeConnector.CallTimeout, options.stripeCallTimeout)
   const context = (await Effect.runPromise(
     Layer.buildWithScope(
       KassaServer.layerWith({ provider: options.provider ?? PaymentProvider.layer }).pipe(
         Layer.provide(config),
-        Layer.provide(Layer.mergeAll(quiet, poll, cost))
+        Layer.provide(Layer.mergeAll(quiet, poll, cost, stripeBound))
       ),
       scope
     )
