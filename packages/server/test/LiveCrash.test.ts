@@ -45,6 +45,38 @@ interface Answer {
   readonly headers: Headers
 }
 
+interface CallInit {
+  readonly method?: string
+  readonly key: string
+  readonly body?: unknown
+  readonly headers?: object
+}
+
+/** A request to the server on `port`, its answer read whole. */
+const requestOn = async (port: number, path: string, init: CallInit) => {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: init.method ?? "GET",
+    redirect: "manual",
+    headers: {
+      authorization: `Bearer ${init.key}`,
+      accept: "application/json",
+      ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+      ...init.headers
+    },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+  })
+  return { status: response.status, text: await response.text(), headers: response.headers } satisfies Answer
+}
+
+/** The one live create every scenario makes (and retries), under `idempotencyKey`. */
+const createOn = (port: number, liveKey: string, idempotencyKey: string, orderReference: string) =>
+  requestOn(port, "/api/v1/payments", {
+    method: "POST",
+    key: liveKey,
+    body: { amount: 4200, order_reference: orderReference, description: "One teapot" },
+    headers: { "idempotency-key": idempotencyKey }
+  })
+
 describe.runIf(databases.includes("postgres"))("a server killed between its Stripe call and the commit", () => {
   const db = scratchDatabase("live_crash")
   const { query } = db
@@ -62,28 +94,10 @@ describe.runIf(databases.includes("postgres"))("a server killed between its Stri
     })
   }
 
-  const request = async (path: string, init: { method?: string; key: string; body?: unknown; headers?: object }) => {
-    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-      method: init.method ?? "GET",
-      redirect: "manual",
-      headers: {
-        authorization: `Bearer ${init.key}`,
-        accept: "application/json",
-        ...(init.body === undefined ? {} : { "content-type": "application/json" }),
-        ...init.headers
-      },
-      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-    })
-    return { status: response.status, text: await response.text(), headers: response.headers } satisfies Answer
-  }
+  const request = (path: string, init: CallInit) => requestOn(port, path, init)
 
   const create = (idempotencyKey: string, orderReference: string) =>
-    request("/api/v1/payments", {
-      method: "POST",
-      key: liveKey,
-      body: { amount: 4200, order_reference: orderReference, description: "One teapot" },
-      headers: { "idempotency-key": idempotencyKey }
-    })
+    createOn(port, liveKey, idempotencyKey, orderReference)
 
   const sessionsOf = (paymentId: string) => fake.sessions().filter((s) => s.client_reference_id === paymentId)
 
@@ -328,27 +342,9 @@ describe("a server on the embedded database killed between its Stripe call and t
     await exited
   }
 
-  const request = async (path: string, init: { method?: string; key: string; body?: unknown; headers?: object }) => {
-    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-      method: init.method ?? "GET",
-      redirect: "manual",
-      headers: {
-        authorization: `Bearer ${init.key}`,
-        accept: "application/json",
-        ...(init.body === undefined ? {} : { "content-type": "application/json" }),
-        ...init.headers
-      },
-      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-    })
-    return { status: response.status, text: await response.text(), headers: response.headers } satisfies Answer
-  }
+  const request = (path: string, init: CallInit) => requestOn(port, path, init)
   const create = (idempotencyKey: string, orderReference: string) =>
-    request("/api/v1/payments", {
-      method: "POST",
-      key: liveKey,
-      body: { amount: 4200, order_reference: orderReference, description: "One teapot" },
-      headers: { "idempotency-key": idempotencyKey }
-    })
+    createOn(port, liveKey, idempotencyKey, orderReference)
   const sessionsOf = (paymentId: string) => fake.sessions().filter((s) => s.client_reference_id === paymentId)
 
   beforeAll(async () => {
