@@ -6,7 +6,7 @@
  * in one statement, by `PaymentRepository.insertOpening`.
  */
 import { Ids, Money, ProviderSettlement } from "@kassa/core"
-import { Context, DateTime, type Duration, Effect, Layer, Option, Schema } from "effect"
+import { Context, DateTime, type Duration, Effect, Layer, Option, Schema, Struct } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
 import { type OpenRequest, ProviderLinkId } from "./ProviderConnector.ts"
@@ -97,7 +97,14 @@ const CleanupRow = ProviderPaymentRow.mapFields(
   { unsafePreserveChecks: true }
 )
 
-const toCheckout = (row: Omit<ProviderPaymentRow, "last_answer">): LiveCheckout => ({
+/**
+ * A row as the service reads it: without `last_answer`, which only the clean-up ({@link CleanupRow}) and the dashboard
+ * read — decoding a provider's whole answer on every checkout visit, event and read would be work thrown away.
+ */
+const CheckoutRow = ProviderPaymentRow.mapFields(Struct.omit(["last_answer"]), { unsafePreserveChecks: true })
+type CheckoutRow = typeof CheckoutRow.Type
+
+const toCheckout = (row: CheckoutRow): LiveCheckout => ({
   paymentId: row.payment_id,
   linkId: row.link_id,
   state: row.state,
@@ -229,17 +236,17 @@ export class LiveCheckouts extends Context.Service<
       // Decoders built once; a row that does not decode is a broken database (a defect), as a failed query is.
       const findRow = SqlSchema.findOneOption({
         Request: Ids.PaymentId,
-        Result: ProviderPaymentRow,
+        Result: CheckoutRow,
         execute: (paymentId) => sql`SELECT * FROM provider_payments WHERE payment_id = ${paymentId}`
       })
       const findRowBySession = SqlSchema.findOneOption({
         Request: Schema.String,
-        Result: ProviderPaymentRow,
+        Result: CheckoutRow,
         execute: (sessionId) => sql`SELECT * FROM provider_payments WHERE session_id = ${sessionId}`
       })
       const claimStuckRows = SqlSchema.findAll({
         Request: Schema.Struct({ ...ClaimRequest.fields, staleBefore: Columns.Timestamp }),
-        Result: ProviderPaymentRow,
+        Result: CheckoutRow,
         execute: ({ now, until, limit, staleBefore }) => sql`
           UPDATE provider_payments
           SET closing = 'expire', next_read_at = ${until}
@@ -271,7 +278,7 @@ export class LiveCheckouts extends Context.Service<
       })
       const claimExpiringRows = SqlSchema.findAll({
         Request: ClaimRequest,
-        Result: ProviderPaymentRow,
+        Result: CheckoutRow,
         execute: ({ now, until, limit }) => sql`
           UPDATE provider_payments
           SET closing = 'expire', next_read_at = ${until}
@@ -288,7 +295,7 @@ export class LiveCheckouts extends Context.Service<
       })
       const claimDueRows = SqlSchema.findAll({
         Request: ClaimRequest,
-        Result: ProviderPaymentRow,
+        Result: CheckoutRow,
         execute: ({ now, until, limit }) => sql`
           UPDATE provider_payments SET next_read_at = ${until}
           WHERE payment_id IN (
@@ -310,7 +317,7 @@ export class LiveCheckouts extends Context.Service<
         until: DateTime.addDuration(options.now, options.lease),
         limit: options.limit
       })
-      const checkouts = Effect.map((rows: ReadonlyArray<ProviderPaymentRow>) => rows.map(toCheckout))
+      const checkouts = Effect.map((rows: ReadonlyArray<CheckoutRow>) => rows.map(toCheckout))
 
       return LiveCheckouts.of({
         opened: ({ paymentId, sessionId, url, expiresAt, now }) =>
