@@ -42,6 +42,16 @@
  * Pool) saved 40–80 µs a call in the bare process, the young generation at 16 MB lowered both kinds alike (2.10 and
  * 1.95), and effect's timeout and span around the call cost ~7 µs each: none of these reach 1.5.
  *
+ * Session 9, whether any HTTPS call can fit (quiet machine, load 1.6–3.6, 3 alternating rounds of 8 s; variants
+ * of `StripeConnector.open` not committed): as committed 2.29 / 2.15 (saturation / 200 req/s; test 959 / 1,094 µs,
+ * live 2,191 / 2,356 µs); the same request sent with bare `node:https` over a kept-alive agent and its answer
+ * JSON-parsed, no SDK at all, 1.67 / 1.79; the answer made in process, 1.35 / 1.25. So even without the SDK one
+ * HTTPS round trip costs this server 400–600 µs of CPU (it costs 120–200 µs in a bare loop: the server's caches
+ * are cold for it), and with Kassa's own ~300 µs of live work that is already past half a test create (~950 µs).
+ * The SDK adds 350–550 µs in the server (80–160 µs bare: its form encoding, headers with a JSON user agent, promise
+ * hops). `Stripe.createFetchHttpClient()` costs ~2.5× its node:http client (bare: 730–780 against 250–260 µs).
+ * 1.5 is out of reach for any create that calls Stripe over HTTPS, as decisions §10 requires.
+ *
  * Settings: KASSA_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), KASSA_BENCH_SECONDS (10),
  * KASSA_BENCH_ROUNDS (3), KASSA_BENCH_NODE_FLAGS (replaces `npm start`'s flags; e.g. `--cpu-prof` to profile, the
  * profile is written into packages/server when the server exits), KASSA_BENCH_ONLY (`live` or `test`: one kind, for
