@@ -17,11 +17,13 @@ import {
   type StoredApplication
 } from "../../src/applications/ApplicationRepository.ts"
 import { ServerConfig, type ServerSettings } from "../../src/config/ServerConfig.ts"
+import { MemoryImage } from "../../src/database/EmbeddedPostgres.ts"
 import * as KassaServer from "../../src/KassaServer.ts"
 import { PaymentProvider } from "../../src/payments/PaymentProvider.ts"
 import * as StripeConnector from "../../src/providers/StripeConnector.ts"
 import * as PasswordHash from "../../src/users/PasswordHash.ts"
 import { PollInterval } from "../../src/webhooks/Dispatcher.ts"
+import { memoryImage } from "./PgliteImage.ts"
 
 export type DatabaseKind = "pglite" | "postgres"
 
@@ -160,11 +162,16 @@ export const startServer = async (
     options.stripeCallTimeout === undefined
       ? Layer.empty
       : Layer.succeed(StripeConnector.CallTimeout, options.stripeCallTimeout)
+  // A throw-away PGlite starts from the migrated image instead of a new cluster (PgliteImage: ~2 s instead of 5).
+  const image =
+    database === "pglite" && (overrides.dataDir ?? "memory://") === "memory://"
+      ? Layer.succeed(MemoryImage, await memoryImage())
+      : Layer.empty
   const context = (await Effect.runPromise(
     Layer.buildWithScope(
       KassaServer.layerWith({ provider: options.provider ?? PaymentProvider.layer }).pipe(
         Layer.provide(config),
-        Layer.provide(Layer.mergeAll(quiet, poll, cost, stripeBound))
+        Layer.provide(Layer.mergeAll(quiet, poll, cost, stripeBound, image))
       ),
       scope
     )

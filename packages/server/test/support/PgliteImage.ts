@@ -1,0 +1,73 @@
+/**
+ * A migrated PGlite cluster for test servers on `memory://` (EmbeddedPostgres.MemoryImage). Every test file runs in
+ * a new worker, and a new PGlite cluster there is initdb in WebAssembly plus the migrations: 4–5 s and 7–8 s of CPU,
+ * where loading this image takes about 2 s. The image is what the migrations make, built by them through the same
+ * client, once per PGlite version and set of migrations (their sources hashed), and kept in node_modules/.cache.
+ */
+import { createHash } from "node:crypto"
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { PgClient } from "@effect/sql-pg"
+import { PGlite } from "@electric-sql/pglite"
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
+import { Effect } from "effect"
+import * as Database from "../../src/database/Database.ts"
+
+const packageRoot = fileURLToPath(new URL("../../", import.meta.url))
+const migrationsDir = join(packageRoot, "src", "database", "migrations")
+const cacheDir = join(packageRoot, "node_modules", ".cache", "kassa-test-pglite")
+
+/** What the image depends on: PGlite's version and every migration's source. */
+const fingerprint = () => {
+  const hash = createHash("sha256")
+  hash.update(
+    JSON.parse(readFileSync(join(packageRoot, "node_modules/@electric-sql/pglite/package.json"), "utf8")).version
+  )
+  for (const name of readdirSync(migrationsDir).sort()) {
+    hash.update(name)
+    hash.update(readFileSync(join(migrationsDir, name)))
+  }
+  return hash.digest("hex").slice(0, 16)
+}
+
+/** A new cluster, migrated through pglite-socket and @effect/sql-pg as the server does, as a tarball. */
+const build = async (): Promise<Uint8Array> => {
+  const db = await PGlite.create()
+  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0 })
+  await server.start()
+  try {
+    const [host = "127.0.0.1", port = "0"] = server.getServerConn().split(":")
+    await Effect.runPromise(
+      Database.migrate.pipe(
+        Effect.provide(
+          PgClient.layer({ host, port: Number(port), username: "postgres", database: "postgres", maxConnections: 1 })
+        ),
+        Effect.scoped
+      )
+    )
+  } finally {
+    await server.stop()
+  }
+  const image = await db.dumpDataDir("none")
+  await db.close()
+  return new Uint8Array(await image.arrayBuffer())
+}
+
+let cached: Promise<Blob> | undefined
+
+/** The image, built on first use in this checkout (two workers may both build it: the last rename wins, same bytes). */
+export const memoryImage = (): Promise<Blob> => {
+  cached ??= (async () => {
+    const file = join(cacheDir, `${fingerprint()}.tar`)
+    if (!existsSync(file)) {
+      const bytes = await build()
+      mkdirSync(cacheDir, { recursive: true })
+      const partial = `${file}.${process.pid}.partial`
+      writeFileSync(partial, bytes)
+      renameSync(partial, file)
+    }
+    return new Blob([readFileSync(file)])
+  })()
+  return cached
+}
