@@ -60,7 +60,7 @@ const keyRefusal = (error: Stripe.errors.StripeError) =>
   new ProviderRefused({
     message:
       error.statusCode === 403
-        ? `Stripe refused the key for this request (${error.message}). A restricted key needs write access to Checkout Sessions, Webhook Endpoints and Refunds, and read access to the account.`
+        ? `Stripe refused the key for this request (${error.message}). A restricted key needs write access to Checkout Sessions, Webhook Endpoints and Refunds, and read access to PaymentIntents and the account (connected_account_read).`
         : `Stripe refused the key: ${error.message}`,
     field: "secret_key",
     code: error.code ?? null,
