@@ -2,10 +2,10 @@
  * A migrated PGlite cluster for test servers on `memory://` (EmbeddedPostgres.MemoryImage). Every test file runs in
  * a new worker, and a new PGlite cluster there is initdb in WebAssembly plus the migrations: 4–5 s and 7–8 s of CPU,
  * where loading this image takes about 2 s. The image is what the migrations make, built by them through the same
- * client, once per PGlite version and set of migrations (their sources hashed), and kept in node_modules/.cache.
+ * client, once per PGlite and effect version and set of migrations (their sources hashed), kept in node_modules/.cache.
  */
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { PgClient } from "@effect/sql-pg"
@@ -18,12 +18,13 @@ const packageRoot = fileURLToPath(new URL("../../", import.meta.url))
 const migrationsDir = join(packageRoot, "src", "database", "migrations")
 const cacheDir = join(packageRoot, "node_modules", ".cache", "kassa-test-pglite")
 
-/** What the image depends on: PGlite's version and every migration's source. */
+/** What the image depends on: PGlite's and effect's versions, the migrator's settings and every migration's source. */
 const fingerprint = () => {
   const hash = createHash("sha256")
-  hash.update(
-    JSON.parse(readFileSync(join(packageRoot, "node_modules/@electric-sql/pglite/package.json"), "utf8")).version
-  )
+  for (const dependency of ["@electric-sql/pglite", "effect"]) {
+    hash.update(readFileSync(join(packageRoot, "node_modules", dependency, "package.json")))
+  }
+  hash.update(readFileSync(join(packageRoot, "src", "database", "Database.ts")))
   for (const name of readdirSync(migrationsDir).sort()) {
     hash.update(name)
     hash.update(readFileSync(join(migrationsDir, name)))
@@ -66,6 +67,10 @@ export const memoryImage = (): Promise<Blob> => {
       const partial = `${file}.${process.pid}.partial`
       writeFileSync(partial, bytes)
       renameSync(partial, file)
+      // Images of older migrations are never read again (40 MB each).
+      for (const name of readdirSync(cacheDir)) {
+        if (name.endsWith(".tar") && join(cacheDir, name) !== file) rmSync(join(cacheDir, name), { force: true })
+      }
     }
     return new Blob([readFileSync(file)])
   })()
