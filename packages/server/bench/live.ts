@@ -50,7 +50,9 @@
  * are cold for it), and with Kassa's own ~300 µs of live work that is already past half a test create (~950 µs).
  * The SDK adds 350–550 µs in the server (80–160 µs bare: its form encoding, headers with a JSON user agent, promise
  * hops). `Stripe.createFetchHttpClient()` costs ~2.5× its node:http client (bare: 730–780 against 250–260 µs).
- * 1.5 is out of reach for any create that calls Stripe over HTTPS, as decisions §10 requires.
+ * 1.5 is out of reach for any create that calls Stripe over HTTPS, as decisions §10 requires. (The "0.3–0.5 ms per
+ * socket write" above came from `--cpu-prof`, which samples wall time: a write that wakes PostgreSQL on two cores is
+ * charged while the server is descheduled. `perf record` on the server puts 12 % of a live create's CPU in the kernel.)
  *
  * Settings: KASSA_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), KASSA_BENCH_SECONDS (10),
  * KASSA_BENCH_ROUNDS (3), KASSA_BENCH_NODE_FLAGS (replaces `npm start`'s flags; e.g. `--cpu-prof` to profile, the
