@@ -45,7 +45,10 @@ const run = <A, E>(effect: Effect.Effect<A, E, ProviderConnector>, timeout = Dur
   Effect.runPromise(
     Effect.provide(
       effect,
-      StripeConnector.layerWith({ timeout }).pipe(Layer.provide(ServerConfig.layerWith({ stripeApiUrl: fake.url })))
+      StripeConnector.layer.pipe(
+        Layer.provide(ServerConfig.layerWith({ stripeApiUrl: fake.url })),
+        Layer.provide(Layer.succeed(StripeConnector.CallTimeout, timeout))
+      )
     )
   )
 

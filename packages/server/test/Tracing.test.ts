@@ -203,9 +203,7 @@ describe("tracing of provider calls", () => {
           return (yield* Effect.currentSpan).traceId
         }).pipe(
           Effect.withSpan("caller"),
-          Effect.provide(
-            StripeConnector.layerWith().pipe(Layer.provide(ServerConfig.layerWith({ stripeApiUrl: fake.url })))
-          )
+          Effect.provide(StripeConnector.layer.pipe(Layer.provide(ServerConfig.layerWith({ stripeApiUrl: fake.url }))))
         )
       )
       expect(fake.requests.map((request) => request.traceparent)).toEqual([

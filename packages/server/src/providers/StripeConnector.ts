@@ -36,11 +36,6 @@ export const apiVersion = "2026-10-28.endive" as const
 /** Stripe's signature tolerance (decisions §10): an event signed longer ago is refused. */
 export const signatureToleranceSeconds = 300
 
-export interface StripeConnectorOptions {
-  /** Every call's bound; 10 s in production (decisions §10). Tests of "no answer" shorten it. */
-  readonly timeout?: Duration.Duration
-}
-
 /** Stripe Checkout's locales (https://docs.stripe.com/api/checkout/sessions/create#create_checkout_session-locale). */
 const checkoutLocales = new Set(
   (
@@ -202,306 +197,301 @@ export const CallTimeout = Context.Reference<Duration.Duration>("@kassa/server/p
   defaultValue: () => callTimeout
 })
 
-/** The connector with the settings' `KASSA_STRIPE_API_URL` and the given bounds. */
-export const layerWith = (options: StripeConnectorOptions = {}) =>
-  Layer.effect(
-    ProviderConnector,
-    Effect.gen(function* () {
-      const config = yield* ServerConfig
-      const url = new URL(config.stripeApiUrl)
-      const protocol = url.protocol === "http:" ? ("http" as const) : ("https" as const)
-      const port = url.port === "" ? (protocol === "http" ? 80 : 443) : Number(url.port)
-      const bound = yield* CallTimeout
-      if (config.environment === "production" && !Duration.equals(bound, callTimeout)) {
-        return yield* Effect.die(new InvalidSetting("a shortened Stripe call bound is for tests only"))
-      }
-      const timeout = options.timeout ?? bound
-      const timeoutMillis = Math.max(1, Math.round(Duration.toMillis(timeout)))
+/** The connector with the settings' `KASSA_STRIPE_API_URL`, every call bounded by {@link CallTimeout}. */
+export const layer = Layer.effect(
+  ProviderConnector,
+  Effect.gen(function* () {
+    const config = yield* ServerConfig
+    const url = new URL(config.stripeApiUrl)
+    const protocol = url.protocol === "http:" ? ("http" as const) : ("https" as const)
+    const port = url.port === "" ? (protocol === "http" ? 80 : 443) : Number(url.port)
+    const timeout = yield* CallTimeout
+    if (config.environment === "production" && !Duration.equals(timeout, callTimeout)) {
+      return yield* Effect.die(new InvalidSetting("a shortened Stripe call bound is for tests only"))
+    }
+    const timeoutMillis = Math.max(1, Math.round(Duration.toMillis(timeout)))
 
-      const makeClient = (key: Redacted.Redacted<string>) =>
-        new Stripe(Redacted.value(key), {
-          apiVersion,
-          protocol,
-          host: url.hostname,
-          port,
-          timeout: timeoutMillis,
-          maxNetworkRetries: 0,
-          telemetry: false,
-          appInfo: { name: "Kassa", url: "https://github.com/kassa" },
-          // Sends the calling span's `traceparent` (issue 14 §1).
-          httpClient: Tracing.carryingTraceparent(Stripe.createNodeHttpClient())
+    const makeClient = (key: Redacted.Redacted<string>) =>
+      new Stripe(Redacted.value(key), {
+        apiVersion,
+        protocol,
+        host: url.hostname,
+        port,
+        timeout: timeoutMillis,
+        maxNetworkRetries: 0,
+        telemetry: false,
+        appInfo: { name: "Kassa", url: "https://github.com/kassa" },
+        // Sends the calling span's `traceparent` (issue 14 §1).
+        httpClient: Tracing.carryingTraceparent(Stripe.createNodeHttpClient())
+      })
+
+    // Clients by link id, oldest first; bounded, so a server with many links holds a few hundred agents at most.
+    const clients = new Map<string, Stripe>()
+    const maxClients = 256
+    const clientFor = (link: LinkAccess) =>
+      Effect.suspend(() => {
+        const cached = clients.get(link.id)
+        if (cached !== undefined) return Effect.succeed(cached)
+        return Effect.map(link.secretKey, (key) => {
+          const client = makeClient(key)
+          clients.set(link.id, client)
+          if (clients.size > maxClients) {
+            const oldest = clients.keys().next()
+            if (oldest.done !== true) clients.delete(oldest.value)
+          }
+          return client
         })
+      })
 
-      // Clients by link id, oldest first; bounded, so a server with many links holds a few hundred agents at most.
-      const clients = new Map<string, Stripe>()
-      const maxClients = 256
-      const clientFor = (link: LinkAccess) =>
-        Effect.suspend(() => {
-          const cached = clients.get(link.id)
-          if (cached !== undefined) return Effect.succeed(cached)
-          return Effect.map(link.secretKey, (key) => {
-            const client = makeClient(key)
-            clients.set(link.id, client)
-            if (clients.size > maxClients) {
-              const oldest = clients.keys().next()
-              if (oldest.done !== true) clients.delete(oldest.value)
-            }
-            return client
-          })
+    /**
+     * One SDK call as an Effect: failures sorted by {@link classify}. The SDK's own timeout bounds it; the outer
+     * bound (a second longer) only matters if the SDK ever failed to honour its own.
+     */
+    const call = <A, B>(
+      client: Stripe,
+      run: (client: Stripe) => Promise<A>,
+      onAnswer: (answer: A) => B
+    ): Effect.Effect<B | NoAnswer, ProviderRefused> =>
+      Effect.flatMap(
+        Tracing.withTraceparent(() => withoutCallSite(() => run(client))),
+        (traced) => Effect.tryPromise({ try: traced, catch: (error) => error })
+      ).pipe(
+        Effect.map(onAnswer),
+        Effect.catch((error) => classify(error)),
+        Effect.timeoutOrElse({
+          duration: Duration.sum(timeout, Duration.seconds(1)),
+          orElse: () => Effect.succeed(noAnswer("timeout"))
         })
+      )
 
-      /**
-       * One SDK call as an Effect: failures sorted by {@link classify}. The SDK's own timeout bounds it; the outer
-       * bound (a second longer) only matters if the SDK ever failed to honour its own.
-       */
-      const call = <A, B>(
-        client: Stripe,
-        run: (client: Stripe) => Promise<A>,
-        onAnswer: (answer: A) => B
-      ): Effect.Effect<B | NoAnswer, ProviderRefused> =>
-        Effect.flatMap(
-          Tracing.withTraceparent(() => withoutCallSite(() => run(client))),
-          (traced) => Effect.tryPromise({ try: traced, catch: (error) => error })
-        ).pipe(
-          Effect.map(onAnswer),
-          Effect.catch((error) => classify(error)),
-          Effect.timeoutOrElse({
-            duration: Duration.sum(timeout, Duration.seconds(1)),
-            orElse: () => Effect.succeed(noAnswer("timeout"))
+    const withLink = <A, B>(link: LinkAccess, run: (client: Stripe) => Promise<A>, onAnswer: (answer: A) => B) =>
+      Effect.flatMap(clientFor(link), (client) => call(client, run, onAnswer))
+
+    const read = Effect.fn("StripeConnector.read")(function* (link: LinkAccess, sessionId: string) {
+      return yield* withLink(
+        link,
+        (stripe) => stripe.checkout.sessions.retrieve(sessionId, { expand: ["payment_intent"] }),
+        checkoutReading
+      )
+    })
+
+    return ProviderConnector.of({
+      provider: "stripe",
+      verifyLink: Effect.fn("StripeConnector.verifyLink")(function* (secretKey) {
+        const client = makeClient(secretKey)
+        return yield* call(
+          client,
+          (stripe) => stripe.accounts.retrieve(null),
+          (account) => ({
+            _tag: "Account" as const,
+            accountId: account.id,
+            // The account object has no mode; the key has (https://docs.stripe.com/keys#obtain-api-keys).
+            livemode: /^[sr]k_live_/.test(Redacted.value(secretKey))
           })
         )
-
-      const withLink = <A, B>(link: LinkAccess, run: (client: Stripe) => Promise<A>, onAnswer: (answer: A) => B) =>
-        Effect.flatMap(clientFor(link), (client) => call(client, run, onAnswer))
-
-      const read = Effect.fn("StripeConnector.read")(function* (link: LinkAccess, sessionId: string) {
+      }),
+      registerWebhook: Effect.fn("StripeConnector.registerWebhook")(function* (link, endpointUrl) {
         return yield* withLink(
           link,
-          (stripe) => stripe.checkout.sessions.retrieve(sessionId, { expand: ["payment_intent"] }),
-          checkoutReading
-        )
-      })
-
-      return ProviderConnector.of({
-        provider: "stripe",
-        verifyLink: Effect.fn("StripeConnector.verifyLink")(function* (secretKey) {
-          const client = makeClient(secretKey)
-          return yield* call(
-            client,
-            (stripe) => stripe.accounts.retrieve(null),
-            (account) => ({
-              _tag: "Account" as const,
-              accountId: account.id,
-              // The account object has no mode; the key has (https://docs.stripe.com/keys#obtain-api-keys).
-              livemode: /^[sr]k_live_/.test(Redacted.value(secretKey))
-            })
-          )
-        }),
-        registerWebhook: Effect.fn("StripeConnector.registerWebhook")(function* (link, endpointUrl) {
-          return yield* withLink(
-            link,
-            (stripe) =>
-              stripe.webhookEndpoints.create(
-                {
-                  url: endpointUrl,
-                  enabled_events: [...subscribedEvents],
-                  // Events in the shape this file reads, whatever the account's default version.
-                  api_version: apiVersion,
-                  description: "Kassa",
-                  metadata: { kassa_link_id: link.id }
-                },
-                { idempotencyKey: `kassa-webhook-${link.id}` }
-              ),
-            (endpoint) => ({
-              _tag: "Webhook" as const,
-              endpointId: endpoint.id,
-              secret: Redacted.make(endpoint.secret ?? ""),
-              livemode: endpoint.livemode
-            })
-          )
-        }),
-        retireWebhook: Effect.fn("StripeConnector.retireWebhook")(function* (link, endpointId) {
-          const retired = { _tag: "Retired" as const }
-          return yield* withLink(
-            link,
-            (stripe) => stripe.webhookEndpoints.del(endpointId, {}, { idempotencyKey: `kassa-retire-${endpointId}` }),
-            () => retired
-          ).pipe(
-            // Already gone (deleted in Stripe's dashboard): the intent holds.
-            Effect.catchIf(
-              (refused) => refused.code === "resource_missing",
-              () => Effect.succeed(retired)
-            )
-          )
-        }),
-        open: Effect.fn("StripeConnector.open")(function* (link, request) {
-          const locale = stripeLocale(request.locale)
-          const params: Stripe.Checkout.SessionCreateParams = {
-            mode: "payment",
-            line_items: [
+          (stripe) =>
+            stripe.webhookEndpoints.create(
               {
-                price_data: {
-                  currency: request.currency.toLowerCase(),
-                  unit_amount: request.amount,
-                  product_data: { name: request.name }
-                },
-                quantity: 1
-              }
-            ],
-            client_reference_id: request.paymentId,
-            metadata: { kassa_payment_id: request.paymentId },
-            payment_intent_data: { metadata: { kassa_payment_id: request.paymentId } },
-            success_url: request.returnUrl,
-            cancel_url: request.returnUrl,
-            expires_at: Math.floor(DateTime.toEpochMillis(request.expiresAt) / 1000),
-            // §10's `payment_method_types`; under the pinned API version the parameter has this name.
-            allowed_payment_method_types: [request.method],
-            ...(request.customerEmail === null ? {} : { customer_email: request.customerEmail }),
-            ...(locale === undefined ? {} : { locale })
-          }
-          return yield* withLink(
-            link,
-            (stripe) => stripe.checkout.sessions.create(params, { idempotencyKey: request.idempotencyKey }),
-            (session) => ({
-              _tag: "Opened" as const,
-              sessionId: session.id,
-              url: session.url ?? "",
-              expiresAt: fromUnix(session.expires_at)
-            })
-          )
-        }),
-        read,
-        findCheckouts: Effect.fn("StripeConnector.findCheckouts")(function* (link, paymentId, window) {
-          // Checkout Sessions cannot be searched by metadata (https://docs.stripe.com/search#supported-query-fields-for-each-resource
-          // lists no sessions), so the sessions created in the window are listed
-          // (https://docs.stripe.com/api/checkout/sessions/list#list_checkout_sessions-created) and matched by
-          // `client_reference_id` / `metadata[kassa_payment_id]`. At most 10 pages of 100: a create's window is minutes.
-          const params: Stripe.Checkout.SessionListParams = {
-            created: {
-              gte: Math.floor(DateTime.toEpochMillis(window.from) / 1000),
-              lte: Math.ceil(DateTime.toEpochMillis(window.to) / 1000)
-            },
-            limit: 100,
-            expand: ["data.payment_intent"]
-          }
-          return yield* withLink(
-            link,
-            async (stripe) => {
-              const found: Array<Stripe.Checkout.Session> = []
-              let startingAfter: string | undefined
-              for (let page = 0; page < 10; page++) {
-                const list = await stripe.checkout.sessions.list(
-                  startingAfter === undefined ? params : { ...params, starting_after: startingAfter }
-                )
-                for (const session of list.data) {
-                  if (session.client_reference_id === paymentId || session.metadata?.kassa_payment_id === paymentId) {
-                    found.push(session)
-                  }
-                }
-                const last = list.data.at(-1)
-                if (!list.has_more || last === undefined) break
-                startingAfter = last.id
-              }
-              return found
-            },
-            (sessions) => ({
-              _tag: "Found" as const,
-              checkouts: sessions.map((session) => ({ sessionId: session.id, reading: checkoutReading(session) }))
-            })
-          )
-        }),
-        listRefunds: Effect.fn("StripeConnector.listRefunds")(function* (link, paymentIntentId) {
-          return yield* withLink(
-            link,
-            async (stripe) => {
-              const ids: Array<string> = []
-              // A payment has few refunds; Stripe caps them anyway by the amount. Pages of 100, newest first.
-              for await (const refund of stripe.refunds.list({ payment_intent: paymentIntentId, limit: 100 })) {
-                ids.push(refund.id)
-                if (ids.length >= 1000) break
-              }
-              return ids.reverse()
-            },
-            (ids) => ({ _tag: "Refunds" as const, ids })
-          )
-        }),
-        close: Effect.fn("StripeConnector.close")(function* (link, sessionId) {
-          const expired = yield* withLink(
-            link,
-            (stripe) =>
-              stripe.checkout.sessions.expire(
-                sessionId,
-                { expand: ["payment_intent"] },
-                { idempotencyKey: `kassa-expire-${sessionId}` }
-              ),
-            checkoutReading
-          ).pipe(
-            // Only an open session can be expired: one already complete or expired is read instead, so the caller
-            // applies what Stripe says now (decisions §10, "Expiry and cancel ask Stripe first").
-            Effect.catchIf(
-              (refused) => refused.status === 400 && refused.field !== "secret_key",
-              () => read(link, sessionId)
-            )
-          )
-          return expired
-        }),
-        refund: Effect.fn("StripeConnector.refund")(function* (link, request) {
-          return yield* withLink(
-            link,
-            (stripe) =>
-              stripe.refunds.create(
-                {
-                  payment_intent: request.paymentIntentId,
-                  amount: request.amount,
-                  metadata: { kassa_refund_id: request.refundId }
-                },
-                { idempotencyKey: request.refundId }
-              ),
-            (refund) => refundReading(refund, request.refundId)
-          )
-        }),
-        readRefund: Effect.fn("StripeConnector.readRefund")(function* (link, providerRefundId, unknownAs) {
-          return yield* withLink(
-            link,
-            (stripe) => stripe.refunds.retrieve(providerRefundId),
-            (refund) => refundReading(refund, unknownAs)
-          )
-        }),
-        parseEvent: Effect.fn("StripeConnector.parseEvent")(function* (link, rawBody, headers) {
-          const signature = header(headers, "stripe-signature")
-          if (signature === undefined || signature === "") {
-            return yield* new EventRejected({ message: "The Stripe-Signature header is missing." })
-          }
-          const secret = yield* link.endpointSecret
-          const receivedAt = yield* Clock.currentTimeMillis
-          const event = yield* Effect.try({
-            try: () =>
-              Stripe.webhooks.constructEvent(
-                rawBody,
-                signature,
-                Redacted.value(secret),
-                signatureToleranceSeconds,
-                undefined,
-                receivedAt
-              ),
-            catch: (error) =>
-              new EventRejected({
-                message:
-                  error instanceof Stripe.errors.StripeSignatureVerificationError
-                    ? `The Stripe-Signature does not verify: ${error.message}`
-                    : "The event is not valid JSON."
-              })
+                url: endpointUrl,
+                enabled_events: [...subscribedEvents],
+                // Events in the shape this file reads, whatever the account's default version.
+                api_version: apiVersion,
+                description: "Kassa",
+                metadata: { kassa_link_id: link.id }
+              },
+              { idempotencyKey: `kassa-webhook-${link.id}` }
+            ),
+          (endpoint) => ({
+            _tag: "Webhook" as const,
+            endpointId: endpoint.id,
+            secret: Redacted.make(endpoint.secret ?? ""),
+            livemode: endpoint.livemode
           })
-          return {
-            id: event.id,
-            type: event.type,
-            livemode: event.livemode,
-            subject: eventSubject(event)
-          }
+        )
+      }),
+      retireWebhook: Effect.fn("StripeConnector.retireWebhook")(function* (link, endpointId) {
+        const retired = { _tag: "Retired" as const }
+        return yield* withLink(
+          link,
+          (stripe) => stripe.webhookEndpoints.del(endpointId, {}, { idempotencyKey: `kassa-retire-${endpointId}` }),
+          () => retired
+        ).pipe(
+          // Already gone (deleted in Stripe's dashboard): the intent holds.
+          Effect.catchIf(
+            (refused) => refused.code === "resource_missing",
+            () => Effect.succeed(retired)
+          )
+        )
+      }),
+      open: Effect.fn("StripeConnector.open")(function* (link, request) {
+        const locale = stripeLocale(request.locale)
+        const params: Stripe.Checkout.SessionCreateParams = {
+          mode: "payment",
+          line_items: [
+            {
+              price_data: {
+                currency: request.currency.toLowerCase(),
+                unit_amount: request.amount,
+                product_data: { name: request.name }
+              },
+              quantity: 1
+            }
+          ],
+          client_reference_id: request.paymentId,
+          metadata: { kassa_payment_id: request.paymentId },
+          payment_intent_data: { metadata: { kassa_payment_id: request.paymentId } },
+          success_url: request.returnUrl,
+          cancel_url: request.returnUrl,
+          expires_at: Math.floor(DateTime.toEpochMillis(request.expiresAt) / 1000),
+          // §10's `payment_method_types`; under the pinned API version the parameter has this name.
+          allowed_payment_method_types: [request.method],
+          ...(request.customerEmail === null ? {} : { customer_email: request.customerEmail }),
+          ...(locale === undefined ? {} : { locale })
+        }
+        return yield* withLink(
+          link,
+          (stripe) => stripe.checkout.sessions.create(params, { idempotencyKey: request.idempotencyKey }),
+          (session) => ({
+            _tag: "Opened" as const,
+            sessionId: session.id,
+            url: session.url ?? "",
+            expiresAt: fromUnix(session.expires_at)
+          })
+        )
+      }),
+      read,
+      findCheckouts: Effect.fn("StripeConnector.findCheckouts")(function* (link, paymentId, window) {
+        // Checkout Sessions cannot be searched by metadata (https://docs.stripe.com/search#supported-query-fields-for-each-resource
+        // lists no sessions), so the sessions created in the window are listed
+        // (https://docs.stripe.com/api/checkout/sessions/list#list_checkout_sessions-created) and matched by
+        // `client_reference_id` / `metadata[kassa_payment_id]`. At most 10 pages of 100: a create's window is minutes.
+        const params: Stripe.Checkout.SessionListParams = {
+          created: {
+            gte: Math.floor(DateTime.toEpochMillis(window.from) / 1000),
+            lte: Math.ceil(DateTime.toEpochMillis(window.to) / 1000)
+          },
+          limit: 100,
+          expand: ["data.payment_intent"]
+        }
+        return yield* withLink(
+          link,
+          async (stripe) => {
+            const found: Array<Stripe.Checkout.Session> = []
+            let startingAfter: string | undefined
+            for (let page = 0; page < 10; page++) {
+              const list = await stripe.checkout.sessions.list(
+                startingAfter === undefined ? params : { ...params, starting_after: startingAfter }
+              )
+              for (const session of list.data) {
+                if (session.client_reference_id === paymentId || session.metadata?.kassa_payment_id === paymentId) {
+                  found.push(session)
+                }
+              }
+              const last = list.data.at(-1)
+              if (!list.has_more || last === undefined) break
+              startingAfter = last.id
+            }
+            return found
+          },
+          (sessions) => ({
+            _tag: "Found" as const,
+            checkouts: sessions.map((session) => ({ sessionId: session.id, reading: checkoutReading(session) }))
+          })
+        )
+      }),
+      listRefunds: Effect.fn("StripeConnector.listRefunds")(function* (link, paymentIntentId) {
+        return yield* withLink(
+          link,
+          async (stripe) => {
+            const ids: Array<string> = []
+            // A payment has few refunds; Stripe caps them anyway by the amount. Pages of 100, newest first.
+            for await (const refund of stripe.refunds.list({ payment_intent: paymentIntentId, limit: 100 })) {
+              ids.push(refund.id)
+              if (ids.length >= 1000) break
+            }
+            return ids.reverse()
+          },
+          (ids) => ({ _tag: "Refunds" as const, ids })
+        )
+      }),
+      close: Effect.fn("StripeConnector.close")(function* (link, sessionId) {
+        const expired = yield* withLink(
+          link,
+          (stripe) =>
+            stripe.checkout.sessions.expire(
+              sessionId,
+              { expand: ["payment_intent"] },
+              { idempotencyKey: `kassa-expire-${sessionId}` }
+            ),
+          checkoutReading
+        ).pipe(
+          // Only an open session can be expired: one already complete or expired is read instead, so the caller
+          // applies what Stripe says now (decisions §10, "Expiry and cancel ask Stripe first").
+          Effect.catchIf(
+            (refused) => refused.status === 400 && refused.field !== "secret_key",
+            () => read(link, sessionId)
+          )
+        )
+        return expired
+      }),
+      refund: Effect.fn("StripeConnector.refund")(function* (link, request) {
+        return yield* withLink(
+          link,
+          (stripe) =>
+            stripe.refunds.create(
+              {
+                payment_intent: request.paymentIntentId,
+                amount: request.amount,
+                metadata: { kassa_refund_id: request.refundId }
+              },
+              { idempotencyKey: request.refundId }
+            ),
+          (refund) => refundReading(refund, request.refundId)
+        )
+      }),
+      readRefund: Effect.fn("StripeConnector.readRefund")(function* (link, providerRefundId, unknownAs) {
+        return yield* withLink(
+          link,
+          (stripe) => stripe.refunds.retrieve(providerRefundId),
+          (refund) => refundReading(refund, unknownAs)
+        )
+      }),
+      parseEvent: Effect.fn("StripeConnector.parseEvent")(function* (link, rawBody, headers) {
+        const signature = header(headers, "stripe-signature")
+        if (signature === undefined || signature === "") {
+          return yield* new EventRejected({ message: "The Stripe-Signature header is missing." })
+        }
+        const secret = yield* link.endpointSecret
+        const receivedAt = yield* Clock.currentTimeMillis
+        const event = yield* Effect.try({
+          try: () =>
+            Stripe.webhooks.constructEvent(
+              rawBody,
+              signature,
+              Redacted.value(secret),
+              signatureToleranceSeconds,
+              undefined,
+              receivedAt
+            ),
+          catch: (error) =>
+            new EventRejected({
+              message:
+                error instanceof Stripe.errors.StripeSignatureVerificationError
+                  ? `The Stripe-Signature does not verify: ${error.message}`
+                  : "The event is not valid JSON."
+            })
         })
+        return {
+          id: event.id,
+          type: event.type,
+          livemode: event.livemode,
+          subject: eventSubject(event)
+        }
       })
     })
-  )
-
-/** The connector as production runs it (10 s bound). */
-export const layer = layerWith()
+  })
+)
