@@ -78,6 +78,12 @@ export const Json = <S extends Schema.Constraint>(schema: S) => Schema.Union([sc
 /** A `jsonb` array of strings (an application's methods, currencies, allow-list). */
 export const StringArray = Json(Schema.Array(Schema.String))
 
+/**
+ * The columns a row schema decodes, as a select list: a query that reads a table through a narrower schema than its
+ * whole row (a `jsonb` column left out) should not have the driver fetch and parse what the decoder then drops.
+ */
+export const selectList = (row: { readonly fields: Schema.Struct.Fields }) => Object.keys(row.fields).join(", ")
+
 type Rows<E, R> = Effect.Effect<ReadonlyArray<unknown>, E, R>
 
 /** A statement passed as `SqlSchema`'s request: nothing to encode, it is run as it is. */

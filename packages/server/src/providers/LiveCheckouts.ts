@@ -99,10 +99,12 @@ const CleanupRow = ProviderPaymentRow.mapFields(
 
 /**
  * A row as the service reads it: without `last_answer`, which only the clean-up ({@link CleanupRow}) and the dashboard
- * read — decoding a provider's whole answer on every checkout visit, event and read would be work thrown away.
+ * read — fetching and decoding a provider's whole answer on every checkout visit, event and read would be work thrown
+ * away. Its queries name its columns ({@link checkoutColumns}).
  */
 const CheckoutRow = ProviderPaymentRow.mapFields(Struct.omit(["last_answer"]), { unsafePreserveChecks: true })
 type CheckoutRow = typeof CheckoutRow.Type
+const checkoutColumns = Columns.selectList(CheckoutRow)
 
 const toCheckout = (row: CheckoutRow): LiveCheckout => ({
   paymentId: row.payment_id,
@@ -232,17 +234,18 @@ export class LiveCheckouts extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const encodeRequest = Schema.encodeEffect(StoredOpenRequest)
+      const columns = sql.literal(checkoutColumns)
 
       // Decoders built once; a row that does not decode is a broken database (a defect), as a failed query is.
       const findRow = SqlSchema.findOneOption({
         Request: Ids.PaymentId,
         Result: CheckoutRow,
-        execute: (paymentId) => sql`SELECT * FROM provider_payments WHERE payment_id = ${paymentId}`
+        execute: (paymentId) => sql`SELECT ${columns} FROM provider_payments WHERE payment_id = ${paymentId}`
       })
       const findRowBySession = SqlSchema.findOneOption({
         Request: Schema.String,
         Result: CheckoutRow,
-        execute: (sessionId) => sql`SELECT * FROM provider_payments WHERE session_id = ${sessionId}`
+        execute: (sessionId) => sql`SELECT ${columns} FROM provider_payments WHERE session_id = ${sessionId}`
       })
       const claimStuckRows = SqlSchema.findAll({
         Request: Schema.Struct({ ...ClaimRequest.fields, staleBefore: Columns.Timestamp }),
@@ -258,7 +261,7 @@ export class LiveCheckouts extends Context.Service<
             LIMIT ${limit}
             FOR UPDATE SKIP LOCKED
           )
-          RETURNING *
+          RETURNING ${columns}
         `
       })
       const claimCleanupRows = SqlSchema.findAll({
@@ -290,7 +293,7 @@ export class LiveCheckouts extends Context.Service<
             LIMIT ${limit}
             FOR UPDATE OF pp SKIP LOCKED
           )
-          RETURNING *
+          RETURNING ${columns}
         `
       })
       const claimDueRows = SqlSchema.findAll({
@@ -305,7 +308,7 @@ export class LiveCheckouts extends Context.Service<
             LIMIT ${limit}
             FOR UPDATE SKIP LOCKED
           )
-          RETURNING *
+          RETURNING ${columns}
         `
       })
       const claim = (options: {
