@@ -60,7 +60,7 @@ const networkOptions = (config: ServerSettings) => {
 }
 
 /** A client for the embedded database: exactly one connection (see EmbeddedPostgres). */
-const embeddedClient = Layer.unwrap(
+export const embeddedClient = Layer.unwrap(
   Effect.gen(function* () {
     const embedded = yield* EmbeddedPostgres
     return ObservedPgClient.layer({

@@ -1,18 +1,18 @@
 /**
  * A migrated PGlite cluster for test servers on `memory://` (EmbeddedPostgres.MemoryImage). Every test file runs in
  * a new worker, and a new PGlite cluster there is initdb in WebAssembly plus the migrations: 4–5 s and 7–8 s of CPU,
- * where loading this image takes about 2 s. The image is what the migrations make, built by them through the same
+ * where loading this image takes about 2 s. The image is what the migrations make, run by the server's own embedded
  * client, once per PGlite and effect version and set of migrations (their sources hashed), kept in node_modules/.cache.
  */
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { PgClient } from "@effect/sql-pg"
 import { PGlite } from "@electric-sql/pglite"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import * as Database from "../../src/database/Database.ts"
+import { EmbeddedPostgres } from "../../src/database/EmbeddedPostgres.ts"
 
 const packageRoot = fileURLToPath(new URL("../../", import.meta.url))
 const migrationsDir = join(packageRoot, "src", "database", "migrations")
@@ -32,27 +32,26 @@ const fingerprint = () => {
   return hash.digest("hex").slice(0, 16)
 }
 
-/** A new cluster, migrated through pglite-socket and @effect/sql-pg as the server does, as a tarball. */
+/** A new cluster, migrated by the server's own embedded client (Database.embeddedClient), as a tarball. */
 const build = async (): Promise<Uint8Array> => {
   const db = await PGlite.create()
-  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0 })
-  await server.start()
   try {
-    const [host = "127.0.0.1", port = "0"] = server.getServerConn().split(":")
-    await Effect.runPromise(
-      Database.migrate.pipe(
-        Effect.provide(
-          PgClient.layer({ host, port: Number(port), username: "postgres", database: "postgres", maxConnections: 1 })
-        ),
-        Effect.scoped
+    const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0 })
+    await server.start()
+    try {
+      const [host = "127.0.0.1", port = "0"] = server.getServerConn().split(":")
+      const embedded = Layer.succeed(EmbeddedPostgres, { host, port: Number(port), dataDir: "memory://" })
+      await Effect.runPromise(
+        Database.migrate.pipe(Effect.provide(Database.embeddedClient.pipe(Layer.provide(embedded))), Effect.scoped)
       )
-    )
+    } finally {
+      await server.stop()
+    }
+    const image = await db.dumpDataDir("none")
+    return new Uint8Array(await image.arrayBuffer())
   } finally {
-    await server.stop()
+    await db.close()
   }
-  const image = await db.dumpDataDir("none")
-  await db.close()
-  return new Uint8Array(await image.arrayBuffer())
 }
 
 let cached: Promise<Blob> | undefined

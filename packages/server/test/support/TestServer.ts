@@ -141,11 +141,12 @@ export const startServer = async (
     database === "postgres"
       ? Option.some(Redacted.make(rewrite(Object.assign(new URL(postgresUrl), { pathname: `/${dbName}` })).toString()))
       : Option.none()
+  const dataDir = overrides.dataDir ?? "memory://"
   const config = ServerConfig.layerWith({
     port,
     host: "127.0.0.1",
     baseUrl: `http://127.0.0.1:${port}`,
-    dataDir: "memory://",
+    dataDir,
     databaseUrl,
     adminToken: Option.some(Redacted.make(adminToken)),
     secretKey: Option.some(Redacted.make("test-secret-key-0123456789abcdef")),
@@ -164,9 +165,7 @@ export const startServer = async (
       : Layer.succeed(StripeConnector.CallTimeout, options.stripeCallTimeout)
   // A throw-away PGlite starts from the migrated image instead of a new cluster (PgliteImage: ~2 s instead of 5).
   const image =
-    database === "pglite" && (overrides.dataDir ?? "memory://") === "memory://"
-      ? Layer.succeed(MemoryImage, await memoryImage())
-      : Layer.empty
+    database === "pglite" && dataDir === "memory://" ? Layer.succeed(MemoryImage, await memoryImage()) : Layer.empty
   const context = (await Effect.runPromise(
     Layer.buildWithScope(
       KassaServer.layerWith({ provider: options.provider ?? PaymentProvider.layer }).pipe(
