@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Result } from "effect"
+import { Result, Schema } from "effect"
+import * as fc from "fast-check"
 import type { ApplicationSettings } from "../src/domain/Application.ts"
 import * as CreatePayment from "../src/payments/CreatePayment.ts"
+import { CreatePaymentBody } from "../src/payments/PaymentRequests.ts"
 import { settings } from "./support/payments.ts"
 
 const valid = { amount: 1500, order_reference: "order-42" }
@@ -214,5 +216,47 @@ describe("check order (decisions §2)", () => {
       assert.strictEqual(blocked.failure._tag, "OrderReferenceAlreadyPaid")
       assert.strictEqual(blocked.failure.payment_id, "0b0e1f6e-2f4c-4a53-9a34-3cf0d2b0c001")
     }
+  })
+})
+
+describe("decideBody (a body the API already decoded)", () => {
+  // The API decodes the body as the core's `decide` does (HttpApi's PayloadParseOptions), then hands it on.
+  const decodeAsTheApi = Schema.decodeUnknownResult(CreatePaymentBody, { errors: "all", onExcessProperty: "error" })
+  const optional = <A>(arbitrary: fc.Arbitrary<A>) => fc.option(arbitrary, { nil: undefined })
+  const bodies = fc.record(
+    {
+      amount: fc.oneof(fc.integer({ min: -5, max: 20_000_000 }), fc.constant(2 ** 53 - 1)),
+      currency: optional(fc.constantFrom("EUR", "USD", "JPY", "eur")),
+      method: optional(fc.constantFrom("card", "ideal", "paypal")),
+      order_reference: fc.string({ minLength: 0, maxLength: 8 }),
+      return_url: optional(fc.constantFrom(null, "https://shop.example/done", "https://elsewhere.example/")),
+      locale: optional(fc.constantFrom("nl", "de-DE")),
+      metadata: optional(fc.constantFrom(null, {}, { order: 7 }))
+    },
+    { requiredKeys: [] }
+  )
+  const applications = fc.record({
+    methods: fc.subarray(["card", "ideal", "paypal"]),
+    currencies: fc.subarray(["EUR", "USD", "JPY"], { minLength: 1 })
+  })
+
+  it("answers every decodable body as decide answers the body as sent", () => {
+    fc.assert(
+      fc.property(bodies, applications, (body, offered) => {
+        const app: ApplicationSettings = { ...settings, ...offered }
+        const decoded = decodeAsTheApi(body)
+        if (Result.isFailure(decoded)) return
+        assert.deepStrictEqual(CreatePayment.decideBody(decoded.success, app), CreatePayment.decide(body, app))
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("refuses a currency the application does not offer as validation_failed on currency alone", () => {
+    const result = CreatePayment.decideBody({ amount: 1500, order_reference: "o", currency: "JPY" }, settings)
+    assert.isTrue(Result.isFailure(result))
+    if (Result.isFailure(result) && result.failure._tag === "ValidationFailed") {
+      assert.deepStrictEqual(Object.keys(result.failure.fields), ["currency"])
+    } else assert.fail("expected validation_failed")
   })
 })

@@ -36,3 +36,7 @@ export type EventId = typeof EventId.Type
 /** Identifier of a dashboard user: a lower-case UUID. */
 export const UserId = lowerUuid.pipe(Schema.brand("UserId"))
 export type UserId = typeof UserId.Type
+
+/** Identifier of a live-mode provider link (`provider_links.id`, in the webhook URL the provider posts to). */
+export const ProviderLinkId = lowerUuid.pipe(Schema.brand("ProviderLinkId"))
+export type ProviderLinkId = typeof ProviderLinkId.Type

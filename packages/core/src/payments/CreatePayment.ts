@@ -147,14 +147,16 @@ export const checkReturnUrl = (
       )
 }
 
-/** Applies every create rule that needs no stored payments, in the contract's order. */
-export const decide = (body: unknown, settings: ApplicationSettings): Result.Result<PaymentDraft, CreateRejection> =>
+/** The rules after the body's shape, in the contract's order (its fields are valid and its currency offered). */
+const applyRules = (
+  input: CreatePaymentBody,
+  settings: ApplicationSettings
+): Result.Result<PaymentDraft, CreateRejection> =>
   Result.gen(function* () {
-    const input = yield* validateFields(body, settings)
     const method = yield* resolveMethod(input.method, settings)
     const amount = yield* checkAmount(input.amount, settings)
     const returnUrl = yield* checkReturnUrl(input.return_url ?? null, settings)
-    // validateFields guarantees a currency when the body names none: the application's first.
+    // The currency rule guarantees a currency when the body names none: the application's first.
     const currency = input.currency ?? (settings.currencies[0] as Currency)
     return {
       amount,
@@ -172,6 +174,25 @@ export const decide = (body: unknown, settings: ApplicationSettings): Result.Res
       metadata: input.metadata ?? {}
     }
   })
+
+/** Applies every create rule that needs no stored payments, in the contract's order, to a body as sent. */
+export const decide = (body: unknown, settings: ApplicationSettings): Result.Result<PaymentDraft, CreateRejection> =>
+  Result.flatMap(validateFields(body, settings), (input) => applyRules(input, settings))
+
+/**
+ * The same rules for a body the API has already decoded with `CreatePaymentBody` (the server's create handler), so
+ * it is decoded once: only the currency rule of the field checks is left, then the rest. For every body,
+ * `decide(body)` and `decideBody(decoded body)` answer alike (a property test holds them together).
+ */
+export const decideBody = (
+  input: CreatePaymentBody,
+  settings: ApplicationSettings
+): Result.Result<PaymentDraft, CreateRejection> => {
+  const offered = currencyErrors(input.currency, settings)
+  return Object.keys(offered).length > 0
+    ? Result.fail(validationFailed(Object.assign(emptyFields<ReadonlyArray<string>>(), offered) as FieldErrors))
+    : applyRules(input, settings)
+}
 
 /** Rule 5: an order reference with a pending, paid or refunded payment cannot be used again. */
 export const checkOrderReference = (

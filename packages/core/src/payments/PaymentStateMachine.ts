@@ -69,8 +69,8 @@ export const create = (input: {
   return input.provider === "accepted" ? unchanged(payment) : moveTo(payment, "failed")
 }
 
-/** Whether a pending payment has reached its expiry time. */
-export const isDue = (payment: Payment, now: DateTime.Utc): boolean =>
+/** Whether a pending payment has reached its expiry time (a list's summary of a payment will do). */
+export const isDue = (payment: Pick<Payment, "status" | "expires_at">, now: DateTime.Utc): boolean =>
   payment.status === "pending" && DateTime.isGreaterThanOrEqualTo(now, payment.expires_at)
 
 /** Lazy expiry: a pending payment past `expires_at` becomes `expired` (with `payment.expired`) when seen. */
