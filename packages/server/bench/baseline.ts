@@ -12,6 +12,7 @@ import { createServer } from "node:http"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, type Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { expr, paymentInsert } from "../test/support/PaymentSeed.ts"
 
 const port = Number(process.argv[2] ?? 4100)
 const databaseUrl = process.env.DATABASE_URL ?? ""
@@ -59,6 +60,22 @@ createServer((request, response) => {
   process.stdout.write(`baseline listening on ${port}\n`)
 })
 
+// The create's one statement, its values bound as parameters as Kassa binds them (the text never changes).
+const create = `${paymentInsert({
+  id: expr("$1"),
+  application_id: expr("$2"),
+  mode: expr("$3"),
+  amount: expr("$4"),
+  order_reference: expr("$5"),
+  expires_at: expr("$6"),
+  created_at: expr("$7"),
+  updated_at: expr("$7")
+})}
+  ON CONFLICT (application_id, mode, order_reference)
+    WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
+    DO NOTHING
+  RETURNING *`
+
 async function handle(request: import("node:http").IncomingMessage, response: import("node:http").ServerResponse) {
   const key = await authenticate(request.headers.authorization)
   if (key === undefined) {
@@ -79,16 +96,15 @@ async function handle(request: import("node:http").IncomingMessage, response: im
   const body = JSON.parse(await readBody(request)) as { amount: number; order_reference: string }
   const now = new Date()
   const [payment] = await run(
-    sql`
-      INSERT INTO payments (id, application_id, mode, status, amount, currency, method, order_reference, customer,
-        locale, metadata, expires_at, created_at, updated_at)
-      VALUES (${randomUUID()}, ${key.id as string}, ${key.key_mode as string}, 'pending', ${body.amount}, 'EUR', 'card',
-        ${body.order_reference}, '{"name":null,"email":null,"phone":null}'::jsonb, 'en', '{}'::jsonb,
-        ${new Date(now.getTime() + 3_600_000)}, ${now}, ${now})
-      ON CONFLICT (application_id, mode, order_reference)
-        WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
-        DO NOTHING
-      RETURNING *`
+    sql.unsafe(create, [
+      randomUUID(),
+      key.id as string,
+      key.key_mode as string,
+      body.amount,
+      body.order_reference,
+      new Date(now.getTime() + 3_600_000),
+      now
+    ])
   )
   response.writeHead(payment === undefined ? 409 : 201, { "content-type": "application/json" })
   response.end(json(payment))

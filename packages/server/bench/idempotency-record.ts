@@ -8,7 +8,7 @@
  */
 import { DateTime, Effect, Option } from "effect"
 import { SqlSchema } from "effect/sql"
-import { RecordKey, RecordRow, toRecord } from "../src/payments/IdempotencyStore.ts"
+import { RecordKey, RecordRow, toRecord } from "../src/ledger/IdempotencyStore.ts"
 
 const answered = {
   method: "POST",

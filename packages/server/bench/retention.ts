@@ -17,6 +17,7 @@ import { execFileSync } from "node:child_process"
 import { DateTime, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Retention from "../src/retention/Retention.ts"
+import { buyer, expr, paymentsInsert } from "../test/support/PaymentSeed.ts"
 import { indexesOf, type PlanNode, seqScansOf } from "../test/support/PlanCapture.ts"
 import { postgresUrl, startServer } from "../test/support/TestServer.ts"
 import { percentile } from "./BenchSupport.ts"
@@ -65,18 +66,27 @@ try {
   const shop = await server.createApplication({ name: "Retention shop", rate_limit_per_minute: 100_000_000 })
   const app = `'${shop.application.id}'::uuid`
   let start = performance.now()
-  psql(`
-    INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method, order_reference,
-      description, customer, locale, metadata, expires_at, paid_at, created_at, updated_at)
-    SELECT gen_random_uuid(), ${app}, 'live', s.status, 1000 + i % 5000,
-      CASE WHEN s.status = 'refunded' THEN 1000 + i % 5000 ELSE 0 END, 'EUR', 'card', 'order-' || i,
-      'Order ' || i, '{"email":"buyer@example.com","name":"A Buyer","phone":null}', 'en', '{}',
-      t.created + interval '1 hour', CASE WHEN s.status IN ('paid', 'refunded') THEN t.created + interval '5 minutes' END,
-      t.created, t.created
-    FROM generate_series(1, ${total}) i
+  psql(
+    paymentsInsert(
+      {
+        application_id: expr(app),
+        mode: "live",
+        status: expr("s.status"),
+        amount: expr("1000 + i % 5000"),
+        refunded_amount: expr("CASE WHEN s.status = 'refunded' THEN 1000 + i % 5000 ELSE 0 END"),
+        order_reference: expr("'order-' || i"),
+        description: expr("'Order ' || i"),
+        customer: buyer,
+        expires_at: expr("t.created + interval '1 hour'"),
+        paid_at: expr("CASE WHEN s.status IN ('paid', 'refunded') THEN t.created + interval '5 minutes' END"),
+        created_at: expr("t.created"),
+        updated_at: expr("t.created")
+      },
+      `generate_series(1, ${total}) i
       CROSS JOIN LATERAL (SELECT now() - interval '180 days' * (1 - i::float8 / ${total}) - interval '2 hours' AS created) t
-      CROSS JOIN LATERAL (SELECT (ARRAY['paid','paid','paid','failed','expired','expired','cancelled','refunded'])[1 + i % 8] AS status) s
-  `)
+      CROSS JOIN LATERAL (SELECT (ARRAY['paid','paid','paid','failed','expired','expired','cancelled','refunded'])[1 + i % 8] AS status) s`
+    )
+  )
   psql(`
     INSERT INTO events (id, application_id, payment_id, mode, event, body, created_at)
     SELECT 'evt_' || gen_random_uuid(), application_id, id, mode, 'payment.' || status,

@@ -10,7 +10,7 @@ import type { Payment } from "@kassa/core"
 import { Ids } from "@kassa/core"
 import { DateTime, Effect, Schema } from "effect"
 import * as Columns from "../src/database/Columns.ts"
-import { PaymentRow, RefundRow, refundOf, type StoredPayment, storedOf } from "../src/payments/PaymentRepository.ts"
+import { PaymentRow, RefundRow, refundOf, type StoredPayment, storedOf } from "../src/ledger/PaymentRows.ts"
 
 const refundJson = (id: string, amount: number, status: string, confirmed: string | null) => ({
   id,

@@ -31,7 +31,7 @@
  *   reconciler, failed creates' clean-up, 1,000 due       9.74 ms  3234 |  7.38 ms  2825
  *     (before 0009_provider_reads)                       13.03 ms  5460 | 21.61 ms  5979
  *   reconciler, expiries at the provider (claimExpiring)  6.15 ms  2951 |  6.17 ms  2954
- *   reconciler, due refunds (settleDue's claim)           8.59 ms  2901 |  5.49 ms  2901
+ *   reconciler, due refunds (refreshDue's claim)          8.59 ms  2901 |  5.49 ms  2901
  *   dashboard, open discrepancies, first page             0.59 ms   208 |  0.61 ms   208
  *   dashboard, open discrepancies, next page              0.61 ms   211 |  0.64 ms   211
  *   dashboard, overdue reads                              1.22 ms   477 |  1.38 ms   481
@@ -45,12 +45,13 @@ import { SqlClient, Statement } from "effect/sql"
 import * as ApplicationQueries from "../src/dashboard/ApplicationQueries.ts"
 import { OperatorQueries } from "../src/dashboard/OperatorQueries.ts"
 import * as ProviderQueries from "../src/dashboard/ProviderQueries.ts"
+import { PaymentRepository } from "../src/ledger/PaymentRepository.ts"
+import { LiveCheckouts } from "../src/live/LiveCheckouts.ts"
+import { LiveRefunds } from "../src/live/LiveRefunds.ts"
 import { ExpirySweeper } from "../src/payments/ExpirySweeper.ts"
-import { PaymentRepository } from "../src/payments/PaymentRepository.ts"
-import { Payments } from "../src/payments/Payments.ts"
-import { LiveCheckouts } from "../src/providers/LiveCheckouts.ts"
-import { LiveRefunds } from "../src/providers/LiveRefunds.ts"
+import { MerchantPayments } from "../src/payments/MerchantPayments.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
+import { buyer, expr, paymentsInsert } from "../test/support/PaymentSeed.ts"
 import { capturePlans, indexesOf, type PlanNode, seqScansOf } from "../test/support/PlanCapture.ts"
 import { postgresUrl, startServer } from "../test/support/TestServer.ts"
 import { sleep } from "./BenchSupport.ts"
@@ -99,16 +100,21 @@ const seedLive = async (apps: ReadonlyArray<string>) => {
       'we_' || left(md5(a::text), 16), 'sealed', 'active', now() - interval '1 year'
     FROM unnest(ARRAY[${apps.join(",")}]) a
   `)
+  await sql(
+    paymentsInsert(
+      {
+        application_id: expr(`${apps[0]}`),
+        mode: "live",
+        order_reference: expr("'flight-' || i"),
+        customer: buyer,
+        created_at: expr("now() - interval '30 minutes'"),
+        updated_at: expr("now() - interval '30 minutes'")
+      },
+      `generate_series(1, ${inFlight}) i`
+    )
+  )
   await sql(`
-    INSERT INTO payments (id, application_id, mode, status, amount, currency, method, order_reference, customer, locale,
-      metadata, expires_at, created_at, updated_at)
-    SELECT gen_random_uuid(), ${apps[0]}, 'live', 'pending', 1000, 'EUR', 'card', 'flight-' || i,
-      '{"email":"buyer@example.com","name":"A Buyer","phone":null}', 'en', '{}', now() + interval '1 hour',
-      now() - interval '30 minutes', now() - interval '30 minutes'
-    FROM generate_series(1, ${inFlight}) i
-  `)
-  await sql(`
-    INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
+    INSERT INTO provider_payments (payment_id, link_id, state, checkout_id, provider_payment_id, idempotency_key,
       visit_ip, visit_user_agent, visited_at, next_read_at, last_read_at, created_at, updated_at)
     SELECT p.id, l.id, c.state, CASE WHEN c.state = 'open' THEN 'cs_' || p.id END,
       CASE WHEN p.status IN ('paid', 'refunded') THEN 'pi_' || p.id END, 'kassa:bench:' || p.id,
@@ -242,7 +248,7 @@ const measureLive = async (appId: Ids.ApplicationId) => {
         "live create: session UPDATE after Stripe (opened)",
         checkouts.opened({
           paymentId: stuckId,
-          sessionId: `cs_bench_${id}`,
+          checkoutId: `cs_bench_${id}`,
           url: "https://checkout.stripe.com/c/pay/bench",
           expiresAt: DateTime.addDuration(now, Duration.hours(1)),
           now
@@ -258,7 +264,7 @@ const measureLive = async (appId: Ids.ApplicationId) => {
       ["reconciler: failed creates' clean-up, none due (claimCleanup)", checkouts.claimCleanup(claims)],
       ["reconciler: failed creates' clean-up, 1,000 due", checkouts.claimCleanup({ ...claims, now: cleanupDue })],
       ["reconciler: expiries at the provider (claimExpiring)", checkouts.claimExpiring(claims)],
-      ["reconciler: due refunds (settleDue's claim)", refunds.settleDue({ now: later, limit: 100 })],
+      ["reconciler: due refunds (refreshDue's claim)", refunds.refreshDue({ now: later, limit: 100 })],
       [
         "dashboard: open discrepancies, first page",
         ProviderQueries.openDiscrepancies(sqlClient, { limit: 50, before: undefined })
@@ -316,19 +322,29 @@ try {
 
   let start = performance.now()
   // 80 % in the big application, 10 % in each other; 90 % live; settled: paid, failed, expired, cancelled, refunded.
-  await sql(`
-    INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method, order_reference,
-      description, customer, locale, metadata, expires_at, paid_at, created_at, updated_at)
-    SELECT gen_random_uuid(), (ARRAY[${apps.join(",")}])[CASE WHEN i % 10 < 8 THEN 1 WHEN i % 10 = 8 THEN 2 ELSE 3 END],
-      CASE WHEN i % 10 = 7 THEN 'test' ELSE 'live' END, s.status, 1000 + i % 5000,
-      CASE WHEN s.status = 'refunded' THEN 1000 + i % 5000 ELSE 0 END, 'EUR', 'card', 'order-' || i,
-      'Order ' || i, '{"email":"buyer@example.com","name":"A Buyer","phone":null}', 'en', '{}',
-      t.created + interval '1 hour', CASE WHEN s.status IN ('paid', 'refunded') THEN t.created + interval '5 minutes' END,
-      t.created, t.created
-    FROM generate_series(1, ${total}) i
+  await sql(
+    paymentsInsert(
+      {
+        application_id: expr(
+          `(ARRAY[${apps.join(",")}])[CASE WHEN i % 10 < 8 THEN 1 WHEN i % 10 = 8 THEN 2 ELSE 3 END]`
+        ),
+        mode: expr("CASE WHEN i % 10 = 7 THEN 'test' ELSE 'live' END"),
+        status: expr("s.status"),
+        amount: expr("1000 + i % 5000"),
+        refunded_amount: expr("CASE WHEN s.status = 'refunded' THEN 1000 + i % 5000 ELSE 0 END"),
+        order_reference: expr("'order-' || i"),
+        description: expr("'Order ' || i"),
+        customer: buyer,
+        expires_at: expr("t.created + interval '1 hour'"),
+        paid_at: expr("CASE WHEN s.status IN ('paid', 'refunded') THEN t.created + interval '5 minutes' END"),
+        created_at: expr("t.created"),
+        updated_at: expr("t.created")
+      },
+      `generate_series(1, ${total}) i
       CROSS JOIN LATERAL (SELECT now() - interval '90 days' * (1 - i::float8 / ${total}) - interval '2 hours' AS created) t
-      CROSS JOIN LATERAL (SELECT (ARRAY['paid','paid','paid','failed','expired','expired','cancelled','refunded'])[1 + i % 8] AS status) s
-  `)
+      CROSS JOIN LATERAL (SELECT (ARRAY['paid','paid','paid','failed','expired','expired','cancelled','refunded'])[1 + i % 8] AS status) s`
+    )
+  )
   console.log(`seeded ${total} payments in ${ms(start)} ms`)
   if (parts.includes("d")) {
     start = performance.now()
@@ -358,13 +374,17 @@ try {
 
   // (a) 30,000 pending payments, not due for an hour, in the big application's test mode, created after the last
   // ANALYZE (as between two of autovacuum's: 3 % of the table changed, under its 10 % threshold).
-  await sql(`
-    INSERT INTO payments (id, application_id, mode, status, amount, currency, method, order_reference, customer, locale,
-      metadata, expires_at, created_at, updated_at)
-    SELECT gen_random_uuid(), ${apps[0]}, 'test', 'pending', 1000, 'EUR', 'card', 'pending-' || i, '{"email":"buyer@example.com","name":"A Buyer","phone":null}', 'en', '{}',
-      now() + interval '1 hour', now() - interval '1 minute' * (1 - i::float8 / 30000), now()
-    FROM generate_series(1, 30000) i
-  `)
+  await sql(
+    paymentsInsert(
+      {
+        application_id: expr(`${apps[0]}`),
+        order_reference: expr("'pending-' || i"),
+        customer: buyer,
+        created_at: expr("now() - interval '1 minute' * (1 - i::float8 / 30000)")
+      },
+      "generate_series(1, 30000) i"
+    )
+  )
   const size = await query(
     `SELECT relname, pg_size_pretty(pg_total_relation_size(oid)) AS size FROM pg_class WHERE relname IN ('payments', 'events', 'deliveries')`
   )
@@ -387,7 +407,7 @@ try {
   const { payments, sqlClient, operator, deliveries } = await server.run(
     Effect.gen(function* () {
       return {
-        payments: yield* Payments,
+        payments: yield* MerchantPayments,
         sqlClient: yield* SqlClient.SqlClient,
         operator: yield* OperatorQueries,
         deliveries: yield* DeliveryRepository
@@ -454,13 +474,20 @@ try {
 
   // (b) 100,000 due payments in the second application, expired by the sweeper (the server's own fiber shares work).
   if (parts.includes("b")) {
-    await sql(`
-      INSERT INTO payments (id, application_id, mode, status, amount, currency, method, order_reference, customer, locale,
-        metadata, expires_at, created_at, updated_at)
-      SELECT gen_random_uuid(), ${apps[1]}, 'live', 'pending', 1000, 'EUR', 'card', 'due-' || i, '{"email":"buyer@example.com","name":"A Buyer","phone":null}', 'en', '{}',
-        now() - interval '1 second', now() - interval '1 hour', now() - interval '1 hour'
-      FROM generate_series(1, 100000) i
-    `)
+    await sql(
+      paymentsInsert(
+        {
+          application_id: expr(`${apps[1]}`),
+          mode: "live",
+          order_reference: expr("'due-' || i"),
+          customer: buyer,
+          expires_at: expr("now() - interval '1 second'"),
+          created_at: expr("now() - interval '1 hour'"),
+          updated_at: expr("now() - interval '1 hour'")
+        },
+        "generate_series(1, 100000) i"
+      )
+    )
     await sql(`ANALYZE payments`)
     start = performance.now()
     const sweeping = server.run(ExpirySweeper.use((sweeper) => sweeper.sweep)).then(() => ms(start))

@@ -23,19 +23,20 @@ import * as DashboardServices from "./dashboard/DashboardServices.ts"
 import * as Database from "./database/Database.ts"
 import * as CheckoutRoutes from "./http/CheckoutRoutes.ts"
 import { HealthHandlers, ProbeRoutes, probeRoutes } from "./http/HealthHandlers.ts"
+import * as MetricsServer from "./http/MetricsServer.ts"
 import { PaymentsHandlers } from "./http/PaymentsHandlers.ts"
 import * as ProviderWebhookRoutes from "./http/ProviderWebhookRoutes.ts"
 import * as ResponseMiddleware from "./http/ResponseMiddleware.ts"
 import type * as RouteFallback from "./http/RouteFallback.ts"
 import { TestHandlers } from "./http/TestHandlers.ts"
-import * as MetricsServer from "./observability/MetricsServer.ts"
-import * as ProviderCalls from "./observability/ProviderCalls.ts"
+import * as LedgerServices from "./ledger/LedgerServices.ts"
+import * as LiveServices from "./live/LiveServices.ts"
 import { Readiness, type ReadinessState } from "./observability/Readiness.ts"
 import * as Tracing from "./observability/Tracing.ts"
 import * as OperatorHandlers from "./operator/OperatorHandlers.ts"
 import * as DocsPages from "./pages/DocsPages.ts"
-import { PaymentProvider } from "./payments/PaymentProvider.ts"
 import * as PaymentServices from "./payments/PaymentServices.ts"
+import { Simulator } from "./payments/Simulator.ts"
 import * as ProviderServices from "./providers/ProviderServices.ts"
 import { Retention } from "./retention/Retention.ts"
 import { ServerSecrets } from "./security/ServerSecrets.ts"
@@ -79,18 +80,15 @@ const Routes = Layer.mergeAll(
 )
 
 /**
- * Services the routes use, over one database connection pool, with the given payment provider boundary (the
- * simulator and the live provider in production; tests may record what the provider is asked).
+ * Services the routes use, over one database connection pool, with the given test-mode simulator (tests may record
+ * what it is asked). Each layer below provides the ones above it: payments → live → ledger → webhooks → … .
  */
-export const servicesWith = (provider: Layer.Layer<PaymentProvider>) =>
-  Layer.mergeAll(
-    // Live refunds (issue 12 §4) need the payments' repository and outbox as well as the provider services below.
-    ProviderServices.refunds.pipe(
-      Layer.provideMerge(PaymentServices.layer.pipe(Layer.provide(ProviderCalls.observed(provider))))
-    ),
-    DashboardServices.layer,
-    Retention.layer
-  ).pipe(
+export const servicesWith = (simulator: Layer.Layer<Simulator>) =>
+  Layer.mergeAll(PaymentServices.layerWith(simulator), DashboardServices.layer, Retention.layer).pipe(
+    // Live mode's use cases (issue 12): live creates, the provider's answers, refunds, the reconciler.
+    Layer.provideMerge(LiveServices.layer),
+    // Payment rows, the event outbox, idempotency records and the write kernel.
+    Layer.provideMerge(LedgerServices.layer),
     // The webhook engine: its dispatcher fibers, and the wake-up the event outbox calls after a commit.
     Layer.provideMerge(WebhookServices.layer),
     Layer.provideMerge(Authentication.MerchantAuth.layer),
@@ -104,8 +102,8 @@ export const servicesWith = (provider: Layer.Layer<PaymentProvider>) =>
     Layer.provideMerge(NodeCrypto.layer)
   )
 
-/** Services the routes use, with the production provider boundary. */
-export const Services = servicesWith(PaymentProvider.layer)
+/** Services the routes use, with the production simulator. */
+export const Services = servicesWith(Simulator.layer)
 
 /** The server could not bind its address: the start stops with a message naming the address and the settings. */
 export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", {
@@ -259,8 +257,8 @@ const Observability = Layer.mergeAll(
   Tracing.layer
 )
 
-/** The whole server, given its settings (`ServerConfig`) and a payment provider boundary. */
-export const layerWith = (options: { readonly provider: Layer.Layer<PaymentProvider> }) =>
+/** The whole server, given its settings (`ServerConfig`) and a test-mode simulator. */
+export const layerWith = (options: { readonly simulator: Layer.Layer<Simulator> }) =>
   // Paths match exactly as written (effect's router ignores case and merges `//` by default): `/API/V1/…` or
   // `//admin/…` would slip past a proxy's path rules and still reach the route.
   HttpRouter.serve(Routes, {
@@ -271,9 +269,9 @@ export const layerWith = (options: { readonly provider: Layer.Layer<PaymentProvi
     // HttpServer stays visible so tests can read the bound address.
     Layer.provideMerge(HttpServerLive),
     Layer.provideMerge(MetricsServer.layer),
-    Layer.provideMerge(servicesWith(options.provider)),
+    Layer.provideMerge(servicesWith(options.simulator)),
     Layer.provide(Observability)
   )
 
 /** The whole server, given its settings (`ServerConfig`). */
-export const layer = layerWith({ provider: PaymentProvider.layer })
+export const layer = layerWith({ simulator: Simulator.layer })

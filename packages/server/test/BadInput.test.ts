@@ -6,7 +6,8 @@
 import { OperatorSettings } from "@kassa/core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
-import { query } from "./support/PaymentFixtures.ts"
+import { operatorRequest } from "./support/OperatorRequests.ts"
+import { expr, insertPayment } from "./support/PaymentSeed.ts"
 import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
 
 const prototypeKeys = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf"] as const
@@ -26,8 +27,7 @@ describe.each(databases)("bad input on %s", (database) => {
 
   const api = (path: string, method: string, body: string, key = shop.testKey) =>
     server.request(path, { method, key, body, headers: { "content-type": "application/json" } })
-  const operator = (path: string, method: string, body: string) =>
-    api(`/admin/api/v1${path}`, method, body, server.adminToken)
+  const operator = (path: string, method: string, body: string) => operatorRequest(server, path, { method, body })
 
   const createPayment = async (body: Record<string, unknown> = {}) => {
     const response = await server.request("/api/v1/payments", {
@@ -217,17 +217,14 @@ describe.each(databases)("bad input on %s", (database) => {
   })
   it("a dashboard form value with U+0000 (a live refund's reason) is stored with U+FFFD, never a 500", async () => {
     const id = crypto.randomUUID()
-    await query(
-      server,
-      (sql) => sql`
-        INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-          order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
-          created_at, updated_at)
-        VALUES (${id}, ${shop.application.id}, 'live', 'paid', 1000, 0, 'EUR', 'card', ${`live-${id.slice(0, 8)}`},
-          NULL, ${JSON.stringify({ name: null, email: null, phone: null })}::jsonb, NULL, 'en', NULL, '{}'::jsonb,
-          now() + interval '1 hour', now(), now(), now())
-      `
-    )
+    await insertPayment(server, {
+      id,
+      application_id: shop.application.id,
+      mode: "live",
+      status: "paid",
+      order_reference: `live-${id.slice(0, 8)}`,
+      paid_at: expr("now()")
+    })
     const owner = await createUser(server, { roles: [[shop.application.id, "owner"]] })
     const client = await DashboardClient.signIn(server, owner)
     await client.get(`/dashboard/apps/${shop.application.id}/payments/${id}`)

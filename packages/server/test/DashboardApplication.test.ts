@@ -22,6 +22,7 @@ import {
   type WireError,
   type WirePayment
 } from "./support/PaymentFixtures.ts"
+import { annBuyer, annPayer, insertPayment } from "./support/PaymentSeed.ts"
 import {
   databases,
   freePort,
@@ -95,18 +96,18 @@ describe.each(databases)("an application's dashboard on %s", (database) => {
    */
   const livePaidPayment = async (applicationId: string, amount = 1000, status = "paid") => {
     const id = crypto.randomUUID()
-    await query(
-      server,
-      (sql) => sql`
-        INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-          order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
-          created_at, updated_at)
-        VALUES (${id}, ${applicationId}, 'live', ${status}, ${amount}, 0, 'EUR', 'card', ${`live-${id.slice(0, 8)}`},
-          'A live order', ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null })}::jsonb,
-          ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null, ip: "203.0.113.9", user_agent: "Test" })}::jsonb,
-          'en', NULL, '{}'::jsonb, now() + interval '1 hour', ${status === "pending" ? null : new Date()}, now(), now())
-      `
-    )
+    await insertPayment(server, {
+      id,
+      application_id: applicationId,
+      mode: "live",
+      status,
+      amount,
+      order_reference: `live-${id.slice(0, 8)}`,
+      description: "A live order",
+      customer: annBuyer,
+      payer: annPayer,
+      paid_at: status === "pending" ? null : new Date()
+    })
     return id
   }
 

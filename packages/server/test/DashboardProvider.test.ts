@@ -15,6 +15,7 @@ import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { type LinkedApplication, linkedApplication } from "./support/LiveLink.ts"
 import { paidSession } from "./support/LivePaymentFixture.ts"
 import { eventsOf, query } from "./support/PaymentFixtures.ts"
+import { annBuyer, insertPayment } from "./support/PaymentSeed.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 const hostile = "<script>alert(1)</script>"
@@ -45,22 +46,18 @@ describe.each(databases)("the dashboard's view of Stripe on %s", (database) => {
   const overduePayment = async (linked: LinkedApplication) => {
     const { sessionId, paymentIntentId } = await paidSession(fake, linked.stripeKey)
     const id = crypto.randomUUID()
+    await insertPayment(server, {
+      id,
+      application_id: linked.application.id,
+      mode: "live",
+      order_reference: `live-${id.slice(0, 8)}`,
+      description: "A live order",
+      customer: annBuyer
+    })
     await query(
       server,
       (sql) => sql`
-        INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-          order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
-          created_at, updated_at)
-        VALUES (${id}, ${linked.application.id}, 'live', 'pending', 1000, 0, 'EUR', 'card',
-          ${`live-${id.slice(0, 8)}`}, 'A live order',
-          ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null })}::jsonb,
-          NULL, 'en', NULL, '{}'::jsonb, now() + interval '1 hour', NULL, now(), now())
-      `
-    )
-    await query(
-      server,
-      (sql) => sql`
-        INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
+        INSERT INTO provider_payments (payment_id, link_id, state, checkout_id, provider_payment_id, idempotency_key,
           visit_ip, visit_user_agent, visited_at, next_read_at, last_read_at, last_answer, created_at, updated_at)
         VALUES (${id}, ${linked.linkId}, 'open', ${sessionId}, ${paymentIntentId}, ${`kassa-${id}`},
           '203.0.113.9', 'Test', now() - interval '2 hours', now() + interval '1 hour', now() - interval '2 hours',
@@ -81,7 +78,7 @@ describe.each(databases)("the dashboard's view of Stripe on %s", (database) => {
     const page = await client.get(`/dashboard/apps/${linked.application.id}/payments/${payment.id}`)
     expect(page.status, page.html).toBe(200)
     expect(page.html).toContain("At Stripe")
-    expect(page.html).toContain("<dt>Checkout session</dt><dd>opened at Stripe</dd>")
+    expect(page.html).toContain("<dt>Checkout</dt><dd>opened at Stripe</dd>")
     expect(page.html).toContain(payment.sessionId)
     expect(page.html).toContain(payment.paymentIntentId)
     expect(page.html).toContain("&#60;script&#62;alert(1)&#60;/script&#62;")
@@ -157,7 +154,7 @@ describe.each(databases)("the dashboard's view of Stripe on %s", (database) => {
     const events = await eventsOf(server, payment.id)
     expect(events.map((event) => event.event)).toEqual(["payment.paid"])
     const after = await operatorClient.get("/dashboard/operator/provider?notice=provider_read")
-    expect(after.html).toContain("Kassa read it from Stripe now")
+    expect(after.html).toContain("Kassa read it from the provider now")
     expect(after.html).not.toContain(payment.id)
     const [audited] = await query(
       server,

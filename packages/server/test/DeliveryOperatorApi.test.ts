@@ -8,6 +8,7 @@ import { verify } from "@kassa/webhook-verify"
 import { DateTime, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Dispatcher } from "../src/webhooks/Dispatcher.ts"
+import { type OperatorInit, operatorRequest } from "./support/OperatorRequests.ts"
 import { cancel, createPayment, paidPayment, pendingPayment, type WireError } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
@@ -50,8 +51,7 @@ describe.each(databases)("the operator's webhook deliveries on %s", (database) =
   /** Payment ids by what happened to them. */
   const payments = { paid: [] as Array<string>, cancelled: "", liveFailed: "" }
 
-  const admin = (url: string, init: { method?: string; key?: string } = {}) =>
-    server.request(`/admin/api/v1${url}`, { method: init.method ?? "GET", key: init.key ?? server.adminToken })
+  const admin = (path: string, init?: OperatorInit) => operatorRequest(server, path, init)
 
   const list = async (query = "") => {
     const response = await admin(`/applications/${applicationId}/deliveries${query}`)

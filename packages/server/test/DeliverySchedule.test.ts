@@ -16,6 +16,7 @@ import { DateTime, Duration, Effect } from "effect"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { Dispatcher } from "../src/webhooks/Dispatcher.ts"
 import * as WebhookSender from "../src/webhooks/WebhookSender.ts"
+import { operatorRequest } from "./support/OperatorRequests.ts"
 import { pendingPayment, query, simulate } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
@@ -109,9 +110,6 @@ describe.each(databases)("the delivery schedule on %s", (database) => {
     expect(paid.status).toBe(200)
     return { ...created, path, paymentId: payment.id }
   }
-
-  const admin = (path: string, method: string, body?: unknown) =>
-    server.request(`/admin/api/v1${path}`, { method, key: server.adminToken, ...(body === undefined ? {} : { body }) })
 
   it("retries at exactly +1 min, +5 min, +30 min, +2 h, +6 h, +15 h after each start, then fails after the 7th", async () => {
     const { path, paymentId, webhookSecret } = await paidWith({ status: 500, body: "down" })
@@ -223,9 +221,11 @@ describe.each(databases)("the delivery schedule on %s", (database) => {
     expect(first.attempts[0]).toMatchObject({ url: null, response_status: null, error: "no_webhook_url" })
     expect(first).toMatchObject({ status: "pending", attempt_count: 1 })
 
-    expect((await admin(`/applications/${application.id}`, "PATCH", { webhook_url: receiver.url(path) })).status).toBe(
-      200
-    )
+    const changed = await operatorRequest(server, `/applications/${application.id}`, {
+      method: "PATCH",
+      body: { webhook_url: receiver.url(path) }
+    })
+    expect(changed.status).toBe(200)
     await runDue(first.next_attempt_at ?? new Date())
     const second = await deliveryOf(paymentId)
     expect(second).toMatchObject({ status: "succeeded", attempt_count: 2 })
@@ -239,7 +239,10 @@ describe.each(databases)("the delivery schedule on %s", (database) => {
     const { paymentId, application, path } = await paidWith({ status: 500 })
     const first = await attempted(paymentId, 1)
     expect(first.attempts[0]?.url).toBe(receiver.url(path))
-    await admin(`/applications/${application.id}`, "PATCH", { webhook_url: receiver.url(moved) })
+    await operatorRequest(server, `/applications/${application.id}`, {
+      method: "PATCH",
+      body: { webhook_url: receiver.url(moved) }
+    })
     await runDue(first.next_attempt_at ?? new Date())
     const second = await deliveryOf(paymentId)
     expect(second.attempts[1]).toMatchObject({ url: receiver.url(moved), response_status: 200 })
@@ -250,7 +253,7 @@ describe.each(databases)("the delivery schedule on %s", (database) => {
   it("a regenerated secret signs the next attempt; for 24 h the old one signs too, new first", async () => {
     const { paymentId, application, path, webhookSecret: oldSecret } = await paidWith({ status: 500 })
     const first = await attempted(paymentId, 1)
-    const rotated = await admin(`/applications/${application.id}/webhook-secret`, "POST")
+    const rotated = await operatorRequest(server, `/applications/${application.id}/webhook-secret`, { method: "POST" })
     expect(rotated.status).toBe(201)
     const newSecret = (rotated.body as { webhook_secret: string }).webhook_secret
 

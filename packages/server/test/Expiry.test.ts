@@ -7,8 +7,8 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { PaymentWrites } from "../src/ledger/PaymentWrites.ts"
 import { ExpirySweeper } from "../src/payments/ExpirySweeper.ts"
-import { Payments } from "../src/payments/Payments.ts"
 import {
   eventsOf,
   expireInDatabase,
@@ -21,6 +21,7 @@ import {
   uniqueReference,
   type WirePayment
 } from "./support/PaymentFixtures.ts"
+import { expr, literal, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 /** `count` pending payments of the application, all past their expiry, inserted in one statement; their ids. */
@@ -31,17 +32,23 @@ const seedDue = async (
   count: number
 ): Promise<ReadonlyArray<string>> => {
   const prefix = uniqueReference("due")
-  const rows = await query(
+  const rows = await seedPayments(
     server,
-    (sql) => sql`
-      INSERT INTO payments (id, application_id, mode, status, amount, currency, method, order_reference, customer,
-        locale, metadata, expires_at, created_at, updated_at)
-      SELECT gen_random_uuid(), ${applicationId}, ${mode}, 'pending', 1000 + i, 'EUR', 'card', ${prefix} || '-' || i,
-        '{"name": null, "email": "due@shop.example", "phone": null}', 'en', '{"batch": "yes"}',
-        now() - interval '1 second', now() - interval '1 hour' + i * interval '1 millisecond', now() - interval '1 hour'
-      FROM generate_series(1, ${count}) i
-      RETURNING id
-    `
+    `${paymentsInsert(
+      {
+        application_id: applicationId,
+        mode,
+        amount: expr("1000 + i"),
+        order_reference: expr(`${literal(`${prefix}-`)} || i`),
+        customer: { name: null, email: "due@shop.example", phone: null },
+        metadata: { batch: "yes" },
+        expires_at: expr("now() - interval '1 second'"),
+        created_at: expr("now() - interval '1 hour' + i * interval '1 millisecond'"),
+        updated_at: expr("now() - interval '1 hour'")
+      },
+      `generate_series(1, ${count}) i`
+    )}
+    RETURNING id`
   )
   return rows.map((row) => String(row.id))
 }
@@ -142,7 +149,7 @@ describe.each(databases)("expiry at scale on %s", (database) => {
   it("the expireShown of a payment that is not due changes nothing", async () => {
     const shop = await server.createApplication()
     const fresh = await pendingPayment(server, shop.testKey)
-    const shown = await server.run(Payments.use((payments) => payments.expireShown([fresh.id as never])))
+    const shown = await server.run(PaymentWrites.use((writes) => writes.expireShown([fresh.id as never])))
     expect(shown.map((payment) => payment.status)).toEqual(["pending"])
     expect(await eventsOf(server, fresh.id)).toEqual([])
   })
@@ -231,8 +238,8 @@ describe.runIf(databases.includes("postgres"))("expiry with other transactions o
     const shop = await server.createApplication()
     const due = await seedDue(server, shop.application.id, "live", 1500)
     const [first, second] = await Promise.all([
-      server.run(Payments.use((payments) => payments.expireDue({ batchSize: 100 }))),
-      server.run(Payments.use((payments) => payments.expireDue({ batchSize: 100 })))
+      server.run(PaymentWrites.use((writes) => writes.expireDue({ batchSize: 100 }))),
+      server.run(PaymentWrites.use((writes) => writes.expireDue({ batchSize: 100 })))
     ])
     expect((first ?? 0) + (second ?? 0)).toBeGreaterThanOrEqual(due.length)
     const rows = await outcomes(server, due)

@@ -6,7 +6,7 @@
  */
 import Stripe from "stripe"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { subscribedEvents } from "../src/providers/ProviderConnector.ts"
+import { subscribedEvents } from "../src/providers/StripeConnector.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 

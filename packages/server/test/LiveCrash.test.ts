@@ -193,10 +193,10 @@ describe.runIf(databases.includes("postgres"))("a server killed between its Stri
     )
     expect(creates.map((r) => r.replayed)).toEqual([false, true])
     expect(new Set(creates.map((r) => r.idempotencyKey)).size).toBe(1)
-    const [row] = await query<{ state: string; session_id: string; checkout_url: string }>(
-      (sql) => sql`SELECT state, session_id, checkout_url FROM provider_payments WHERE payment_id = ${paymentId}`
+    const [row] = await query<{ state: string; checkout_id: string; checkout_url: string }>(
+      (sql) => sql`SELECT state, checkout_id, checkout_url FROM provider_payments WHERE payment_id = ${paymentId}`
     )
-    expect(row).toMatchObject({ state: "open", session_id: sessions[0]?.id, checkout_url: sessions[0]?.url })
+    expect(row).toMatchObject({ state: "open", checkout_id: sessions[0]?.id, checkout_url: sessions[0]?.url })
     // One payment for the reference, and the customer's checkout leads to that session.
     const payments = await query((sql) => sql`SELECT id FROM payments WHERE order_reference = ${reference}`)
     expect(payments).toHaveLength(1)
@@ -452,10 +452,10 @@ describe("a server on the embedded database killed between its Stripe call and t
     expect(again.headers.get("idempotent-replayed")).toBe("true")
     expect(again.text).toBe(retry.text)
     await killChild()
-    const [row] = await query<{ state: string; session_id: string; checkout_url: string }>(
-      (sql) => sql`SELECT state, session_id, checkout_url FROM provider_payments WHERE payment_id = ${paymentId}`
+    const [row] = await query<{ state: string; checkout_id: string; checkout_url: string }>(
+      (sql) => sql`SELECT state, checkout_id, checkout_url FROM provider_payments WHERE payment_id = ${paymentId}`
     )
-    expect(row).toMatchObject({ state: "open", session_id: sessions[0]?.id, checkout_url: sessions[0]?.url })
+    expect(row).toMatchObject({ state: "open", checkout_id: sessions[0]?.id, checkout_url: sessions[0]?.url })
     const payments = await query((sql) => sql`SELECT id FROM payments WHERE order_reference = ${reference}`)
     expect(payments).toHaveLength(1)
     const [record] = await query<{ response_status: number | null }>(

@@ -14,7 +14,7 @@
 import { Effect } from "effect"
 import Stripe from "stripe"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ProviderReconciler } from "../src/providers/ProviderReconciler.ts"
+import { ProviderReconciler } from "../src/live/ProviderReconciler.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { type LinkedApplication, linkedApplication } from "./support/LiveLink.ts"
@@ -57,7 +57,7 @@ describe.each(databases)("stuck live creates on %s", (database) => {
       server,
       (sql) => sql`
         UPDATE provider_payments
-        SET state = 'opening', session_id = NULL, checkout_url = NULL, checkout_expires_at = NULL,
+        SET state = 'opening', checkout_id = NULL, checkout_url = NULL, checkout_expires_at = NULL,
             created_at = created_at - ${age}::interval
         WHERE payment_id = ${paymentId}
       `
@@ -73,7 +73,7 @@ describe.each(databases)("stuck live creates on %s", (database) => {
     const events = await eventsOf(server, paymentId)
     expect(events.map((event) => [event.event, event.deliveries])).toEqual([["payment.failed", 1]])
     expect(JSON.parse(events[0]?.body ?? "{}").data).toMatchObject({ id: paymentId, status: "failed", mode: "live" })
-    expect(await checkoutRow(paymentId)).toMatchObject({ state: "not_opened", session_id: null, next_read_at: null })
+    expect(await checkoutRow(paymentId)).toMatchObject({ state: "not_opened", checkout_id: null, next_read_at: null })
     // Read, not made: no create was sent for the clean-up.
     const creates = fake.requests.filter(
       (r) => r.method === "POST" && r.path === "/v1/checkout/sessions" && r.params.client_reference_id === paymentId
@@ -103,7 +103,7 @@ describe.each(databases)("stuck live creates on %s", (database) => {
       ip: "",
       user_agent: ""
     })
-    expect(await checkoutRow(paymentId)).toMatchObject({ state: "open", session_id: sessionId })
+    expect(await checkoutRow(paymentId)).toMatchObject({ state: "open", checkout_id: sessionId })
   })
 
   it("a create younger than the clean-up's delay is left to its own request (or its merchant's retry)", async () => {
@@ -126,7 +126,7 @@ describe.each(databases)("stuck live creates on %s", (database) => {
       server,
       (sql) => sql`
         UPDATE provider_payments
-        SET state = 'opening', session_id = NULL, checkout_url = NULL, checkout_expires_at = NULL,
+        SET state = 'opening', checkout_id = NULL, checkout_url = NULL, checkout_expires_at = NULL,
             created_at = to_timestamp(${madeAt}) - interval '3 minutes'
         WHERE payment_id = ${paymentId}
       `

@@ -8,8 +8,8 @@
 import { verify } from "@kassa/webhook-verify"
 import { Duration, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Payments } from "../src/payments/Payments.ts"
-import { ProviderReconciler } from "../src/providers/ProviderReconciler.ts"
+import { PaymentWrites } from "../src/ledger/PaymentWrites.ts"
+import { ProviderReconciler } from "../src/live/ProviderReconciler.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { linkedApplication } from "./support/LiveLink.ts"
@@ -108,7 +108,7 @@ describe.each(databases)("live payments on %s", (database) => {
     expect(expiresAt - createdAt).toBeLessThanOrEqual(24 * 60 * 60)
     const row = await checkoutRow(payment.id)
     const session = fake.sessions().find((s) => s.client_reference_id === payment.id)
-    expect(row).toMatchObject({ state: "open", session_id: session?.id, checkout_url: session?.url })
+    expect(row).toMatchObject({ state: "open", checkout_id: session?.id, checkout_url: session?.url })
   })
 
   it("an idempotent replay answers the stored payment and never asks Stripe again; Stripe's key is the payment's", async () => {
@@ -206,7 +206,7 @@ describe.each(databases)("live payments on %s", (database) => {
     const events = await eventsOf(server, paymentId)
     expect(events.map((event) => [event.event, event.deliveries])).toEqual([["payment.failed", 1]])
     expect(JSON.parse(events[0]?.body ?? "{}").data).toMatchObject({ id: paymentId, status: "failed", mode: "live" })
-    expect(await checkoutRow(paymentId)).toMatchObject({ state: "not_opened", session_id: null })
+    expect(await checkoutRow(paymentId)).toMatchObject({ state: "not_opened", checkout_id: null })
     return paymentId
   }
 
@@ -310,7 +310,7 @@ describe.each(databases)("live payments on %s", (database) => {
     expect((fetched.body as WirePayment).status).toBe("pending")
     const listed = await server.request(`/api/v1/payments?limit=100`, { key: shop.liveKey })
     expect((listed.body as { data: Array<WirePayment> }).data.find((p) => p.id === id)?.status).toBe("pending")
-    await server.run(Effect.flatMap(Payments, (payments) => payments.expireDue()))
+    await server.run(Effect.flatMap(PaymentWrites, (writes) => writes.expireDue()))
     expect(await storedStatus(server, id)).toBe("pending")
     expect(await eventsOf(server, id)).toEqual([])
   })
@@ -354,7 +354,7 @@ describe.each(databases)("live payments on %s", (database) => {
     expect(await eventNames(payment.id)).toEqual(["payment.paid"])
     // The payment intent is kept for refunds; a final payment is not read again.
     expect(await checkoutRow(payment.id)).toMatchObject({
-      payment_intent_id: expect.stringMatching(/^pi_/),
+      provider_payment_id: expect.stringMatching(/^pi_/),
       next_read_at: null
     })
 

@@ -14,6 +14,7 @@ import {
   linkedApplication as linkedFixture,
   paidLivePayment as paidFixture
 } from "./support/LivePaymentFixture.ts"
+import { operatorRequest } from "./support/OperatorRequests.ts"
 import { eventsOf, fetchPayment, query, type WirePayment } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
@@ -33,7 +34,7 @@ describe.each(databases)("live refund events on %s", (database) => {
   const linkedApplication = () => linkedFixture(server, fake)
   const paidLivePayment = (linked: LinkedForRefunds, amount = 1000) => paidFixture(server, fake, linked, amount)
   const operatorRefund = (paymentId: string, body: Record<string, unknown>) =>
-    server.request(`/admin/api/v1/payments/${paymentId}/refunds`, { method: "POST", key: server.adminToken, body })
+    operatorRequest(server, `/payments/${paymentId}/refunds`, { method: "POST", body })
   const payment = async (linked: LinkedForRefunds, id: string) =>
     (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
   const eventNames = async (id: string) => (await eventsOf(server, id)).map((event) => event.event)

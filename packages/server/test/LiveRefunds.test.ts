@@ -13,7 +13,7 @@
 import { Ids } from "@kassa/core"
 import { DateTime, Duration, Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { LiveRefunds } from "../src/providers/LiveRefunds.ts"
+import { LiveRefunds } from "../src/live/LiveRefunds.ts"
 import { ProviderLinkId } from "../src/providers/ProviderConnector.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
@@ -23,6 +23,7 @@ import {
   linkedApplication as linkedFixture,
   paidLivePayment as paidFixture
 } from "./support/LivePaymentFixture.ts"
+import { operatorRequest } from "./support/OperatorRequests.ts"
 import { errorCode, eventsOf, fetchPayment, paidPayment, query, type WirePayment } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
@@ -49,7 +50,7 @@ describe.each(databases)("live refunds on %s", (database) => {
   const settleDue = (now?: DateTime.Utc) =>
     server.run(
       Effect.gen(function* () {
-        return yield* (yield* LiveRefunds).settleDue({ now })
+        return yield* (yield* LiveRefunds).refreshDue({ now })
       })
     )
   /** What a provider event about the refund leads to: Kassa asks Stripe again and applies its answer. */
@@ -64,14 +65,16 @@ describe.each(databases)("live refunds on %s", (database) => {
     server.run(
       Effect.gen(function* () {
         return yield* (yield* LiveRefunds).applyProviderRefund({
-          ...hint,
-          linkId: ProviderLinkId.make(hint.linkId)
+          linkId: ProviderLinkId.make(hint.linkId),
+          providerRefundId: hint.providerRefundId,
+          // Stripe's payment intent is the provider's payment.
+          providerPaymentId: hint.paymentIntentId
         })
       })
     )
 
   const operatorRefund = (paymentId: string, body: Record<string, unknown>) =>
-    server.request(`/admin/api/v1/payments/${paymentId}/refunds`, { method: "POST", key: server.adminToken, body })
+    operatorRequest(server, `/payments/${paymentId}/refunds`, { method: "POST", body })
 
   const refundCalls = (paymentIntentId: string) =>
     fake.requests.filter(

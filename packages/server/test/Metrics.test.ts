@@ -6,8 +6,8 @@
  */
 import { Duration, Effect, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backlogTimeout, MetricsListener } from "../src/observability/MetricsServer.ts"
-import { Payments } from "../src/payments/Payments.ts"
+import { backlogTimeout, MetricsListener } from "../src/http/MetricsServer.ts"
+import { PaymentWrites } from "../src/ledger/PaymentWrites.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { holdDatabase } from "./support/HeldDatabase.ts"
 import { createPayment, paidPayment, pendingPayment, query, refund } from "./support/PaymentFixtures.ts"
@@ -170,7 +170,7 @@ describe.each(databases)("metrics on %s", (database) => {
       sampleValue(lazily, "kassa_payments_settled_total", expired) -
         sampleValue(before, "kassa_payments_settled_total", expired)
     ).toBe(1)
-    await server.run(Payments.use((payments) => payments.expireDue()))
+    await server.run(PaymentWrites.use((writes) => writes.expireDue()))
     const after = (await scrape()).samples
     expect(
       sampleValue(after, "kassa_payments_settled_total", expired) -

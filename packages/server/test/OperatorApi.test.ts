@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
 import { ApplicationRepository, parseApplicationId } from "../src/applications/ApplicationRepository.ts"
 import { DashboardClient } from "./support/DashboardClient.ts"
+import { type OperatorInit, operatorRequest } from "./support/OperatorRequests.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 const base = "/admin/api/v1"
@@ -68,14 +69,10 @@ describe.each(databases)("operator API on %s", (database) => {
   })
   afterAll(() => Promise.all([server.close(), production.close()]))
 
-  const admin = (
-    path: string,
-    init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
-    target: RunningServer = server
-  ) => target.request(`${base}${path}`, { ...init, key: target.adminToken })
+  const admin = (path: string, init?: OperatorInit) => operatorRequest(server, path, init)
 
   const createApplication = async (body: Record<string, unknown> = {}, target: RunningServer = server) => {
-    const response = await admin("/applications", { method: "POST", body: { name: "Shop", ...body } }, target)
+    const response = await operatorRequest(target, "/applications", { method: "POST", body: { name: "Shop", ...body } })
     expect(response.status).toBe(201)
     return response.body as { readonly application: ApplicationBody; readonly webhook_secret: string }
   }
@@ -328,19 +325,17 @@ describe.each(databases)("operator API on %s", (database) => {
     })
 
     it("takes http webhook URLs outside production only", async () => {
-      const refusedHttp = await admin(
-        "/applications",
-        { method: "POST", body: { name: "Shop", webhook_url: "http://hooks.example/kassa" } },
-        production
-      )
+      const refusedHttp = await operatorRequest(production, "/applications", {
+        method: "POST",
+        body: { name: "Shop", webhook_url: "http://hooks.example/kassa" }
+      })
       expect(validationFields(refusedHttp)).toEqual({ webhook_url: [expect.stringContaining("https")] })
       const { application } = await createApplication({ webhook_url: "https://hooks.example/kassa" }, production)
       expect(application.webhook_url).toBe("https://hooks.example/kassa")
-      const patched = await admin(
-        `/applications/${application.id}`,
-        { method: "PATCH", body: { webhook_url: "http://hooks.example/kassa" } },
-        production
-      )
+      const patched = await operatorRequest(production, `/applications/${application.id}`, {
+        method: "PATCH",
+        body: { webhook_url: "http://hooks.example/kassa" }
+      })
       expect(validationFields(patched)).toHaveProperty("webhook_url")
     })
   })

@@ -10,7 +10,7 @@ import { Ids, Payment } from "@kassa/core"
 import { Cause, DateTime, Effect, Exit, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { PaymentRepository, type Scope, type StoredPayment } from "../src/payments/PaymentRepository.ts"
+import { PaymentRepository, type Scope, type StoredPayment } from "../src/ledger/PaymentRepository.ts"
 import { uniqueReference } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 

@@ -6,7 +6,7 @@ import { Ids } from "@kassa/core"
 import { Effect, Result } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ExpirySweeper } from "../src/payments/ExpirySweeper.ts"
-import { Payments } from "../src/payments/Payments.ts"
+import { HostedCheckout } from "../src/payments/HostedCheckout.ts"
 import {
   cancel,
   createPayment,
@@ -25,6 +25,7 @@ import {
   type WireError,
   type WirePayment
 } from "./support/PaymentFixtures.ts"
+import { expr, insertPayment } from "./support/PaymentSeed.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -271,16 +272,14 @@ describe.each(databases)("payments on %s", (database) => {
       const { application, liveKey } = await server.createApplication()
       const reference = uniqueReference("live-held")
       const holder = crypto.randomUUID()
-      await query(
-        server,
-        (sql) => sql`
-          INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-            order_reference, customer, locale, metadata, expires_at, paid_at, created_at, updated_at)
-          VALUES (${holder}, ${application.id}, 'live', 'paid', 1000, 0, 'EUR', 'card', ${reference},
-            '{"name":null,"email":null,"phone":null}'::jsonb, 'en', '{}'::jsonb, now() + interval '1 hour', now(),
-            now(), now())
-        `
-      )
+      await insertPayment(server, {
+        id: holder,
+        application_id: application.id,
+        mode: "live",
+        status: "paid",
+        order_reference: reference,
+        paid_at: expr("now()")
+      })
       // The live provider refuses every payment here, so asking it first would store a failed payment and answer 502.
       const response = await createPayment(server, liveKey, { order_reference: reference })
       expect(response.status).toBe(409)
@@ -632,11 +631,11 @@ describe.each(databases)("payments on %s", (database) => {
     })
   })
 
-  describe("Payments.settle and Payments.checkout (the hosted checkout, by payment id alone)", () => {
+  describe("HostedCheckout.choose and HostedCheckout.view (the hosted checkout, by payment id alone)", () => {
     const payer = { name: "Ada", email: "ada@example.com", phone: null, ip: "203.0.113.9", user_agent: "Browser/1.0" }
     const settle = (id: string, outcome: "paid" | "failed" | "expired") =>
       server.run(
-        Payments.use((payments) => payments.settle(Ids.PaymentId.make(id), outcome, payer)).pipe(Effect.result)
+        HostedCheckout.use((checkout) => checkout.choose(Ids.PaymentId.make(id), outcome, payer)).pipe(Effect.result)
       )
 
     it("Pay records the payer and moves the payment, with its event", async () => {
@@ -671,7 +670,7 @@ describe.each(databases)("payments on %s", (database) => {
       const { testKey } = await server.createApplication()
       const payment = await pendingPayment(server, testKey)
       await expireInDatabase(server, payment.id)
-      const seen = await server.run(Payments.use((payments) => payments.checkout(Ids.PaymentId.make(payment.id))))
+      const seen = await server.run(HostedCheckout.use((checkout) => checkout.view(Ids.PaymentId.make(payment.id))))
       expect(seen.payment.status).toBe("expired")
       const settled = await settle(payment.id, "paid")
       expect(Result.isFailure(settled) && settled.failure._tag).toBe("PaymentNotPending")

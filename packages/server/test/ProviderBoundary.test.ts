@@ -25,7 +25,7 @@ describe.each(databases)("the provider boundary on %s", (database) => {
   beforeAll(async () => {
     provider = recordingProvider()
     fake = await startFakeStripe({ apiVersion })
-    server = await startServer(database, { stripeApiUrl: fake.url }, { provider: provider.layer })
+    server = await startServer(database, { stripeApiUrl: fake.url }, { simulator: provider.layer })
   })
   afterAll(async () => {
     await server.close()

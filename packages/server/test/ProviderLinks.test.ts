@@ -10,11 +10,11 @@ import { Effect, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest"
 import { AuditLog } from "../src/audit/AuditLog.ts"
-import { subscribedEvents } from "../src/providers/ProviderConnector.ts"
 import { keyDisplay, ProviderLinks } from "../src/providers/ProviderLinks.ts"
-import { apiVersion } from "../src/providers/StripeConnector.ts"
+import { apiVersion, subscribedEvents } from "../src/providers/StripeConnector.ts"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
+import { operatorRequest } from "./support/OperatorRequests.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 const base = "/admin/api/v1"
@@ -98,7 +98,7 @@ describe.each(databases)("provider links on %s", (database) => {
     path: string,
     init: { method?: string; body?: unknown; key?: string } = {}
   ): Promise<{ status: number; body: unknown }> => {
-    const response = await server.request(`${base}${path}`, { key: server.adminToken, ...init })
+    const response = await operatorRequest(server, path, init)
     answers.push(response.text)
     return response
   }
@@ -397,7 +397,7 @@ describe.each(databases)("provider links on %s", (database) => {
       const client = await signedInAdmin()
       const empty = await client.get(pageOf(application.id))
       expect(empty.status).toBe(200)
-      expect(empty.html).toContain("No Stripe account is linked")
+      expect(empty.html).toContain("No payment provider account is linked")
 
       const account = newKey({ livemode: true, restricted: true })
       const forged = await client.post(
@@ -418,7 +418,7 @@ describe.each(databases)("provider links on %s", (database) => {
       answers.push(shown.html)
       expect(shown.html).toContain(account.accountId)
       expect(shown.html).toContain(`rk_live_…${account.key.slice(-4)}`)
-      expect(shown.html).toContain("The Stripe account is linked")
+      expect(shown.html).toContain("The payment provider account is linked")
 
       const linkedEntry = (await audited(application.id)).entries[0]
       expect(linkedEntry).toMatchObject({
@@ -432,7 +432,7 @@ describe.each(databases)("provider links on %s", (database) => {
       expect(retired.status).toBe(303)
       expect(retired.location).toBe(`${pageOf(application.id)}?notice=provider_retired`)
       const after = await client.get(retired.location ?? "")
-      expect(after.html).toContain("No Stripe account is linked")
+      expect(after.html).toContain("No payment provider account is linked")
       expect((await rows(application.id))[0]?.status).toBe("retired")
       expect(
         fake.requests.some((r) => r.method === "DELETE" && r.path.endsWith(String(row?.webhook_endpoint_id)))

@@ -10,8 +10,9 @@ import { Cause, DateTime, Effect, Exit, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as ProviderQueries from "../src/dashboard/ProviderQueries.ts"
-import { type LiveCheckout, LiveCheckouts } from "../src/providers/LiveCheckouts.ts"
-import { LiveRefunds, makeRows } from "../src/providers/LiveRefunds.ts"
+import { type LiveCheckout, LiveCheckouts } from "../src/live/LiveCheckouts.ts"
+import { LiveRefunds } from "../src/live/LiveRefunds.ts"
+import { makeRows } from "../src/live/ProviderRefundRows.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { type FakeStripe, type JsonObject, startFakeStripe } from "./support/FakeStripe.ts"
 import { type LinkedForRefunds, linkedApplication, paidLivePayment } from "./support/LivePaymentFixture.ts"
@@ -55,8 +56,8 @@ describe.each(databases)("live rows on %s", (database) => {
 
   const sessionOf = async (paymentId: string) =>
     String(
-      (await query(server, (sql) => sql`SELECT session_id FROM provider_payments WHERE payment_id = ${paymentId}`))[0]
-        ?.session_id
+      (await query(server, (sql) => sql`SELECT checkout_id FROM provider_payments WHERE payment_id = ${paymentId}`))[0]
+        ?.checkout_id
     )
 
   it("a provider_payments row reads back exactly what LiveCheckouts wrote", async () => {
@@ -85,7 +86,7 @@ describe.each(databases)("live rows on %s", (database) => {
         yield* checkouts.recordRead(paymentId, answer, null, at("2099-01-01T00:00:00.007Z"), at("2026-11-25T10:18:00Z"))
         return {
           byId: yield* checkouts.find(paymentId),
-          bySession: yield* checkouts.findBySession(sessionId),
+          bySession: yield* checkouts.findByCheckout(sessionId),
           view: yield* ProviderQueries.providerPayment(yield* SqlClient.SqlClient, id)
         }
       })
@@ -95,7 +96,7 @@ describe.each(databases)("live rows on %s", (database) => {
       linkId: linked.linkId,
       state: "open",
       idempotencyKey: `kassa-${id}`,
-      sessionId,
+      checkoutId: sessionId,
       checkoutUrl: "https://pay.example/s",
       visit: { ip: "203.0.113.7", user_agent: "Browser/1 ✓" },
       visitedAt: "2026-11-25T10:16:00.250Z",
@@ -106,9 +107,10 @@ describe.each(databases)("live rows on %s", (database) => {
     expect(plain(Option.getOrThrow(read.byId))).toEqual(expected)
     expect(plain(Option.getOrThrow(read.bySession))).toEqual(expected)
     expect(read.view).toEqual({
+      provider: "Stripe",
       state: "open",
-      sessionId,
-      paymentIntentId,
+      checkoutId: sessionId,
+      providerPaymentId: paymentIntentId,
       lastReadAt: new Date("2026-11-25T10:18:00Z"),
       lastAnswer: JSON.stringify(answer),
       nextReadAt: new Date("2099-01-01T00:00:00.007Z")
@@ -214,13 +216,13 @@ describe.each(databases)("live rows on %s", (database) => {
     expectDecodingDefect(await find())
     expectDecodingDefect(
       await server.run(
-        Effect.flatMap(LiveCheckouts, (checkouts) => checkouts.findBySession(sessionId)).pipe(Effect.exit)
+        Effect.flatMap(LiveCheckouts, (checkouts) => checkouts.findByCheckout(sessionId)).pipe(Effect.exit)
       )
     )
     // A session without an id (the table only requires one to be there): the operator's page dies too.
     await query(
       server,
-      (sql) => sql`UPDATE provider_payments SET visit_ip = '203.0.113.7', session_id = '' WHERE payment_id = ${id}`
+      (sql) => sql`UPDATE provider_payments SET visit_ip = '203.0.113.7', checkout_id = '' WHERE payment_id = ${id}`
     )
     expectDecodingDefect(await find())
     expectDecodingDefect(

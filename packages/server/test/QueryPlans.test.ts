@@ -17,13 +17,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as ApplicationQueries from "../src/dashboard/ApplicationQueries.ts"
 import { OperatorQueries } from "../src/dashboard/OperatorQueries.ts"
 import * as ProviderQueries from "../src/dashboard/ProviderQueries.ts"
-import { PaymentRepository } from "../src/payments/PaymentRepository.ts"
-import { Payments } from "../src/payments/Payments.ts"
-import { LiveCheckouts } from "../src/providers/LiveCheckouts.ts"
-import { LiveRefunds } from "../src/providers/LiveRefunds.ts"
+import { PaymentRepository } from "../src/ledger/PaymentRepository.ts"
+import { PaymentWrites } from "../src/ledger/PaymentWrites.ts"
+import { LiveCheckouts } from "../src/live/LiveCheckouts.ts"
+import { LiveRefunds } from "../src/live/LiveRefunds.ts"
+import { MerchantPayments } from "../src/payments/MerchantPayments.ts"
 import * as Retention from "../src/retention/Retention.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { pendingPayment, query } from "./support/PaymentFixtures.ts"
+import { expr, literal, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
 import { capturePlans, type Explained, indexesOf, type PlanNode, seqScansOf } from "./support/PlanCapture.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
@@ -53,33 +55,37 @@ describe.each(databases)("query plans on %s", (database) => {
     // Payments of every status in both modes: a few in the application under test, most in the other one (as one
     // merchant among many), one event and one delivery per settled payment; and pending payments, some due. The
     // server's sweeper may expire due ones meanwhile, with their own event and delivery: those are not written twice.
-    await query(
+    await seedPayments(
       server,
-      (sql) => sql`
-        INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-          order_reference, customer, locale, metadata, expires_at, paid_at, created_at, updated_at)
-        SELECT gen_random_uuid(), CASE WHEN i % 50 = 0 THEN ${appId}::uuid ELSE ${other.application.id}::uuid END,
-          CASE WHEN i % 4 = 0 THEN 'test' ELSE 'live' END, s.status, 1000,
-          CASE WHEN s.status = 'refunded' THEN 1000 ELSE 0 END, 'EUR', 'card', 'order-' || i,
-          '{"name": null, "email": null, "phone": null}', 'en', '{}',
-          now() - interval '1 hour' * (20000 - i) + interval '1 hour',
-          CASE WHEN s.status IN ('paid', 'refunded') THEN now() END,
-          now() - interval '1 hour' * (20000 - i), now()
-        FROM generate_series(1, 20000) i
+      paymentsInsert(
+        {
+          application_id: expr(
+            `CASE WHEN i % 50 = 0 THEN ${literal(appId)}::uuid ELSE ${literal(other.application.id)}::uuid END`
+          ),
+          mode: expr("CASE WHEN i % 4 = 0 THEN 'test' ELSE 'live' END"),
+          status: expr("s.status"),
+          refunded_amount: expr("CASE WHEN s.status = 'refunded' THEN 1000 ELSE 0 END"),
+          order_reference: expr("'order-' || i"),
+          expires_at: expr("now() - interval '1 hour' * (20000 - i) + interval '1 hour'"),
+          paid_at: expr("CASE WHEN s.status IN ('paid', 'refunded') THEN now() END"),
+          created_at: expr("now() - interval '1 hour' * (20000 - i)")
+        },
+        `generate_series(1, 20000) i
           CROSS JOIN LATERAL (SELECT (ARRAY['paid', 'failed', 'expired', 'cancelled', 'refunded', 'paid'])[1 + i % 6]
-            AS status) s
-      `
+            AS status) s`
+      )
     )
-    await query(
+    await seedPayments(
       server,
-      (sql) => sql`
-        INSERT INTO payments (id, application_id, mode, status, amount, currency, method, order_reference, customer,
-          locale, metadata, expires_at, created_at, updated_at)
-        SELECT gen_random_uuid(), ${appId}, 'live', 'pending', 1000, 'EUR', 'card', 'pending-' || i,
-          '{"name": null, "email": null, "phone": null}', 'en', '{}',
-          now() + CASE WHEN i % 100 = 0 THEN - interval '1 minute' ELSE interval '1 hour' END, now(), now()
-        FROM generate_series(1, 3000) i
-      `
+      paymentsInsert(
+        {
+          application_id: appId,
+          mode: "live",
+          order_reference: expr("'pending-' || i"),
+          expires_at: expr("now() + CASE WHEN i % 100 = 0 THEN - interval '1 minute' ELSE interval '1 hour' END")
+        },
+        "generate_series(1, 3000) i"
+      )
     )
     await query(
       server,
@@ -116,7 +122,7 @@ describe.each(databases)("query plans on %s", (database) => {
     await query(
       server,
       (sql) => sql`
-        INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
+        INSERT INTO provider_payments (payment_id, link_id, state, checkout_id, provider_payment_id, idempotency_key,
           visit_ip, visit_user_agent, visited_at, next_read_at, last_read_at, created_at, updated_at)
         SELECT p.id, l.id, c.state, CASE WHEN c.state = 'open' THEN 'cs_' || p.id END,
           CASE WHEN p.status IN ('paid', 'refunded') THEN 'pi_' || p.id END, 'kassa:plan:' || p.id,
@@ -203,7 +209,7 @@ describe.each(databases)("query plans on %s", (database) => {
   it("API list: newest first, by status (expired includes the due pending), by order_reference, after a cursor", async () => {
     const payments = await server.run(
       Effect.gen(function* () {
-        return yield* Payments
+        return yield* MerchantPayments
       })
     )
     const list = (mode: Mode.Mode, extra: Record<string, unknown>) =>
@@ -282,7 +288,7 @@ describe.each(databases)("query plans on %s", (database) => {
   it("expiry: the sweeper's batch and a reader's rows", async () => {
     const payments = await server.run(
       Effect.gen(function* () {
-        return yield* Payments
+        return yield* PaymentWrites
       })
     )
     expectIndexed(await run(payments.expireDue()), ["payments_pending_expiry"])
@@ -376,7 +382,7 @@ describe.each(databases)("query plans on %s", (database) => {
     const opened = await explainUnrun(
       checkouts.opened({
         paymentId,
-        sessionId: `cs_${id}`,
+        checkoutId: `cs_${id}`,
         url: "https://checkout.stripe.com/c/pay/plan",
         expiresAt: DateTime.addDuration(now, Duration.hours(1)),
         now
@@ -407,7 +413,7 @@ describe.each(databases)("query plans on %s", (database) => {
       "payments_pending_expiry",
       "provider_payments_pkey"
     ])
-    expectIndexed(await explainUnrun(refunds.settleDue({ now, limit: 100 })), ["provider_refunds_due"])
+    expectIndexed(await explainUnrun(refunds.refreshDue({ now, limit: 100 })), ["provider_refunds_due"])
   })
 
   it("the operator's provider pages: open discrepancies (and their next page) and overdue reads", async () => {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import { Retention } from "../src/retention/Retention.ts"
 import { createPayment, fetchPayment, query, uniqueReference } from "./support/PaymentFixtures.ts"
+import { expr, literal, paymentInsert, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 type Status = "pending" | "paid" | "failed" | "cancelled" | "expired"
@@ -36,18 +37,22 @@ const seed = async (
   }
 ): Promise<Seeded> => {
   const age = `${options.ageDays} days`
-  const [payment] = await query(
+  const created = expr(`now() - ${literal(age)}::interval`)
+  const [payment] = await seedPayments(
     server,
-    (sql) => sql`
-      INSERT INTO payments (id, application_id, mode, status, amount, currency, method, order_reference, customer,
-        locale, metadata, expires_at, paid_at, created_at, updated_at)
-      VALUES (gen_random_uuid(), ${applicationId}, 'test', ${options.status}, 1000, 'EUR', 'card',
-        ${uniqueReference("ret")}, '{"name": null, "email": "old@shop.example", "phone": null}', 'en', '{}',
-        now() - ${age}::interval + interval '1 hour' + ${options.status === "pending" ? options.ageDays + 1 : 0} * interval '1 day',
-        ${options.status === "paid" ? new Date(Date.now() - options.ageDays * 86_400_000) : null},
-        now() - ${age}::interval, now() - ${age}::interval)
-      RETURNING id
-    `
+    `${paymentInsert({
+      application_id: applicationId,
+      status: options.status,
+      order_reference: uniqueReference("ret"),
+      customer: { name: null, email: "old@shop.example", phone: null },
+      expires_at: expr(
+        `${created.sql} + interval '1 hour' + ${options.status === "pending" ? options.ageDays + 1 : 0} * interval '1 day'`
+      ),
+      paid_at: options.status === "paid" ? new Date(Date.now() - options.ageDays * 86_400_000) : null,
+      created_at: created,
+      updated_at: created
+    })}
+    RETURNING id`
   )
   const paymentId = String(payment?.id)
   const eventId = `evt_${crypto.randomUUID()}`
@@ -229,12 +234,20 @@ describe.each(databases)("retention on %s", (database) => {
       server,
       (sql) => sql`
         WITH p AS (
-          INSERT INTO payments (id, application_id, mode, status, amount, currency, method, order_reference, customer,
-            locale, metadata, expires_at, created_at, updated_at)
-          SELECT gen_random_uuid(), ${applicationId}, 'test', 'failed', 1000, 'EUR', 'card', 'bulk-' || i,
-            '{"name": null, "email": "bulk@shop.example", "phone": null}', 'en', '{}', now() - interval '99 days',
-            now() - interval '100 days', now() - interval '100 days'
-          FROM generate_series(1, 2100) i
+          ${sql.literal(
+            paymentsInsert(
+              {
+                application_id: applicationId,
+                status: "failed",
+                order_reference: expr("'bulk-' || i"),
+                customer: { name: null, email: "bulk@shop.example", phone: null },
+                expires_at: expr("now() - interval '99 days'"),
+                created_at: expr("now() - interval '100 days'"),
+                updated_at: expr("now() - interval '100 days'")
+              },
+              "generate_series(1, 2100) i"
+            )
+          )}
           RETURNING id
         ), e AS (
           INSERT INTO events (id, application_id, payment_id, mode, event, body, created_at)

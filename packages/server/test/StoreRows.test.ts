@@ -22,7 +22,7 @@ import {
   type Outcome,
   RecordRow,
   toRecord
-} from "../src/payments/IdempotencyStore.ts"
+} from "../src/ledger/IdempotencyStore.ts"
 import { ProviderLinkId } from "../src/providers/ProviderConnector.ts"
 import { ProviderLinks } from "../src/providers/ProviderLinks.ts"
 import { paidPayment } from "./support/PaymentFixtures.ts"

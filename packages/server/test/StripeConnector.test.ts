@@ -14,11 +14,10 @@ import {
   type LinkAccess,
   ProviderConnector,
   ProviderLinkId,
-  type ProviderRefused,
-  subscribedEvents
+  type ProviderRefused
 } from "../src/providers/ProviderConnector.ts"
 import * as StripeConnector from "../src/providers/StripeConnector.ts"
-import { apiVersion, stripeLocale } from "../src/providers/StripeConnector.ts"
+import { apiVersion, stripeLocale, subscribedEvents } from "../src/providers/StripeConnector.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
@@ -174,11 +173,11 @@ describe("checkout: open, read, close", () => {
       locale: "nl",
       allowed_payment_method_types: ["card"]
     })
-    expect(first.url).toBe(fake.session(first.sessionId).url)
+    expect(first.url).toBe(fake.session(first.checkoutId).url)
     expect(DateTime.toEpochMillis(first.expiresAt)).toBe((fake.now() + 3_600) * 1000)
 
     const again = await opened(link, request)
-    expect(again.sessionId).toBe(first.sessionId)
+    expect(again.checkoutId).toBe(first.checkoutId)
     expect(fake.requests.at(-1)?.replayed).toBe(true)
     expect(fake.sessions()).toHaveLength(1)
   })
@@ -195,7 +194,7 @@ describe("checkout: open, read, close", () => {
 
   it("reads Open, then Paid with the customer and the payment intent", async () => {
     const link = linkFor(fake.secretKey)
-    const { sessionId } = await opened(link)
+    const { checkoutId: sessionId } = await opened(link)
     expect((await readState(link, sessionId)).state).toEqual({ _tag: "Open" })
     fake.pay(sessionId, { name: "Ada Lovelace", email: "ada@example.com", phone: "+31 20 123" })
     const paid = await readState(link, sessionId)
@@ -203,13 +202,13 @@ describe("checkout: open, read, close", () => {
       _tag: "Paid",
       customer: { name: "Ada Lovelace", email: "ada@example.com", phone: "+31 20 123" }
     })
-    expect(paid.paymentIntentId).toBe(fake.session(sessionId).payment_intent)
-    expect(paid.paymentIntentId).toMatch(/^pi_/)
+    expect(paid.providerPaymentId).toBe(fake.session(sessionId).payment_intent)
+    expect(paid.providerPaymentId).toMatch(/^pi_/)
   })
 
   it("a delayed method reads Unpaid, then Failed when the payment intent failed (expand=payment_intent)", async () => {
     const link = linkFor(fake.secretKey)
-    const { sessionId } = await opened(link)
+    const { checkoutId: sessionId } = await opened(link)
     fake.pay(sessionId, {}, { delayed: true })
     expect((await readState(link, sessionId)).state).toEqual({ _tag: "Unpaid" })
     expect(fake.requests.at(-1)?.params).toEqual({ expand: ["payment_intent"] })
@@ -219,7 +218,7 @@ describe("checkout: open, read, close", () => {
 
   it("a delayed method that succeeds reads Paid", async () => {
     const link = linkFor(fake.secretKey)
-    const { sessionId } = await opened(link)
+    const { checkoutId: sessionId } = await opened(link)
     fake.pay(sessionId, {}, { delayed: true })
     fake.settleDelayed(sessionId, "succeeded")
     expect((await readState(link, sessionId)).state._tag).toBe("Paid")
@@ -228,24 +227,24 @@ describe("checkout: open, read, close", () => {
   it("close expires an open session; on a paid one it answers Paid (read instead); Stripe's own expiry reads Expired", async () => {
     const link = linkFor(fake.secretKey)
     const open = await opened(link)
-    const closed = await run(Effect.flatMap(connector, (c) => c.close(link, open.sessionId)))
+    const closed = await run(Effect.flatMap(connector, (c) => c.close(link, open.checkoutId)))
     expect(closed).toMatchObject({ _tag: "Checkout", state: { _tag: "Expired" } })
-    expect(fake.requests.at(-1)?.idempotencyKey).toBe(`kassa-expire-${open.sessionId}`)
+    expect(fake.requests.at(-1)?.idempotencyKey).toBe(`kassa-expire-${open.checkoutId}`)
 
     const paid = await opened(link)
-    fake.pay(paid.sessionId)
-    const answer = await run(Effect.flatMap(connector, (c) => c.close(link, paid.sessionId)))
+    fake.pay(paid.checkoutId)
+    const answer = await run(Effect.flatMap(connector, (c) => c.close(link, paid.checkoutId)))
     expect(answer).toMatchObject({ _tag: "Checkout", state: { _tag: "Paid" } })
-    expect(fake.requests.at(-2)).toMatchObject({ path: `/v1/checkout/sessions/${paid.sessionId}/expire`, status: 400 })
-    expect(fake.requests.at(-1)).toMatchObject({ method: "GET", path: `/v1/checkout/sessions/${paid.sessionId}` })
+    expect(fake.requests.at(-2)).toMatchObject({ path: `/v1/checkout/sessions/${paid.checkoutId}/expire`, status: 400 })
+    expect(fake.requests.at(-1)).toMatchObject({ method: "GET", path: `/v1/checkout/sessions/${paid.checkoutId}` })
 
     const late = await opened(link)
     fake.advance(3_601)
-    expect((await readState(link, late.sessionId)).state).toEqual({ _tag: "Expired" })
+    expect((await readState(link, late.checkoutId)).state).toEqual({ _tag: "Expired" })
   })
 
   it("a session of another account is refused (404), not read as anything", async () => {
-    const { sessionId } = await opened(linkFor(fake.secretKey))
+    const { checkoutId: sessionId } = await opened(linkFor(fake.secretKey))
     const other = linkFor(fake.addAccount().key)
     const refused = (await failureOf(Effect.flatMap(connector, (c) => c.read(other, sessionId)))) as ProviderRefused
     expect(refused).toMatchObject({ _tag: "ProviderRefused", status: 404, code: "resource_missing", field: null })
@@ -254,7 +253,7 @@ describe("checkout: open, read, close", () => {
 
 describe("refunds", () => {
   const paidIntent = async (link: LinkAccess) => {
-    const { sessionId } = await opened(link)
+    const { checkoutId: sessionId } = await opened(link)
     fake.pay(sessionId)
     return String(fake.session(sessionId).payment_intent)
   }
@@ -263,7 +262,7 @@ describe("refunds", () => {
     const link = linkFor(fake.secretKey)
     const intent = await paidIntent(link)
     const refundId = Ids.RefundId.make(randomUUID())
-    const request = { refundId, paymentIntentId: intent, amount: 1_000 }
+    const request = { refundId, providerPaymentId: intent, amount: 1_000 }
     const answer = await run(Effect.flatMap(connector, (c) => c.refund(link, request)))
     if (answer._tag !== "Refund") throw new Error(answer._tag)
     expect(answer.kassaMade).toBe(true)
@@ -283,7 +282,7 @@ describe("refunds", () => {
     fake.nextRefundStatus("pending")
     const refundId = Ids.RefundId.make(randomUUID())
     const made = await run(
-      Effect.flatMap(connector, (c) => c.refund(link, { refundId, paymentIntentId: intent, amount: 500 }))
+      Effect.flatMap(connector, (c) => c.refund(link, { refundId, providerPaymentId: intent, amount: 500 }))
     )
     if (made._tag !== "Refund") throw new Error(made._tag)
     expect(made.refund.status).toBe("pending")
@@ -308,7 +307,7 @@ describe("refunds", () => {
     const intent = await paidIntent(link)
     const refused = (await failureOf(
       Effect.flatMap(connector, (c) =>
-        c.refund(link, { refundId: Ids.RefundId.make(randomUUID()), paymentIntentId: intent, amount: 999_999 })
+        c.refund(link, { refundId: Ids.RefundId.make(randomUUID()), providerPaymentId: intent, amount: 999_999 })
       )
     )) as ProviderRefused
     expect(refused).toMatchObject({ status: 400, code: "amount_too_large", field: null })
@@ -332,7 +331,7 @@ describe("no answer is its own outcome", () => {
     expect(
       await run(
         Effect.flatMap(connector, (c) =>
-          c.refund(link, { refundId: Ids.RefundId.make(randomUUID()), paymentIntentId: "pi_x", amount: 1 })
+          c.refund(link, { refundId: Ids.RefundId.make(randomUUID()), providerPaymentId: "pi_x", amount: 1 })
         )
       )
     ).toEqual({ _tag: "NoAnswer", reason: "unavailable" })
@@ -341,7 +340,7 @@ describe("no answer is its own outcome", () => {
   it("a Stripe that never answers → timeout; one that created the session first replays it on the retry", async () => {
     const link = linkFor(fake.secretKey)
     fake.inject({ method: "GET", path: /^\/v1\/checkout\/sessions\// }, { kind: "hang" })
-    const { sessionId } = await opened(link)
+    const { checkoutId: sessionId } = await opened(link)
     expect(
       await run(
         Effect.flatMap(connector, (c) => c.read(link, sessionId)),
@@ -365,7 +364,7 @@ describe("no answer is its own outcome", () => {
     })
     const retried = await opened(link, request)
     expect(fake.requests.at(-1)?.replayed).toBe(true)
-    expect(fake.sessions().filter((session) => session.id === retried.sessionId)).toHaveLength(1)
+    expect(fake.sessions().filter((session) => session.id === retried.checkoutId)).toHaveLength(1)
   })
 
   it("the server's bound is 10 s (decisions §10); a test may shorten it, a production start refuses that", async () => {
@@ -373,7 +372,7 @@ describe("no answer is its own outcome", () => {
     expect(Duration.toMillis(Effect.runSync(Effect.service(StripeConnector.CallTimeout)))).toBe(10_000)
     const link = linkFor(fake.secretKey)
     fake.inject({ method: "GET", path: /^\/v1\/checkout\/sessions\// }, { kind: "hang" })
-    const { sessionId } = await opened(link)
+    const { checkoutId: sessionId } = await opened(link)
     const shortened = Layer.succeed(StripeConnector.CallTimeout, Duration.millis(300))
     const read = Effect.flatMap(connector, (c) => c.read(link, sessionId))
     expect(
@@ -430,7 +429,7 @@ describe("events: Stripe's signature, 300 s tolerance", () => {
   it("an event the fake sends verifies and names its session; a refund event names its refund", async () => {
     const link = linkFor(fake.secretKey)
     await registered(link)
-    const { sessionId } = await opened(link)
+    const { checkoutId: sessionId } = await opened(link)
     fake.pay(sessionId)
     await fake.settled()
     const [delivered] = await receiver.waitFor(1, `/stripe/${link.id}`)
@@ -439,7 +438,7 @@ describe("events: Stripe's signature, 300 s tolerance", () => {
     expect(event).toMatchObject({
       type: "checkout.session.completed",
       livemode: false,
-      subject: { _tag: "Checkout", sessionId, paymentId: expect.any(String) }
+      subject: { _tag: "Checkout", checkoutId: sessionId, paymentId: expect.any(String) }
     })
 
     const intent = String(fake.session(sessionId).payment_intent)
@@ -453,7 +452,7 @@ describe("events: Stripe's signature, 300 s tolerance", () => {
     const refundId = String(refund.id)
     expect(seen).toContainEqual({ _tag: "Refund", providerRefundId: refundId })
     // The charge carries no refunds list (API 2022-11-15): its refunds are listed by payment intent.
-    expect(seen).toContainEqual({ _tag: "Charge", paymentIntentId: intent })
+    expect(seen).toContainEqual({ _tag: "RefundsChanged", providerPaymentId: intent })
     const charge = fake.events.find((event) => event.type === "charge.refunded")
     const chargeData = charge?.data as { readonly object: object } | undefined
     expect(chargeData?.object).toBeDefined()
@@ -475,7 +474,7 @@ describe("events: Stripe's signature, 300 s tolerance", () => {
     const good = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: endpointSecret })
     expect((await run(parse(link, body, good))).subject).toEqual({
       _tag: "Checkout",
-      sessionId: "cs_1",
+      checkoutId: "cs_1",
       paymentId: null
     })
     const forged = Stripe.webhooks.generateTestHeaderString({ payload: body, secret: "whsec_not_the_secret" })

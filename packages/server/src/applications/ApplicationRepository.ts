@@ -26,7 +26,6 @@ export const ApplicationRow = Schema.Struct({
   ip_allowlist: Columns.StringArray,
   payment_ttl_seconds: Columns.Integer,
   rate_limit_per_minute: Columns.Integer,
-  provider_account: Schema.NullOr(Schema.String),
   webhook_secret_rotated_at: Columns.NullableTimestamp,
   created_at: Columns.Timestamp
 })
@@ -57,20 +56,13 @@ export const openSecrets = (row: typeof SealedSecretsRow.Type, open: (sealed: st
       : { secret: open(row.previous_webhook_secret_encrypted), rotatedAt: row.webhook_secret_rotated_at }
 })
 
-export type NewApplication = Omit<Application.Application, "id" | "created_at"> & {
-  readonly provider_account?: string | null
-}
+export type NewApplication = Omit<Application.Application, "id" | "created_at">
 
-export type ApplicationUpdate = Partial<Omit<Application.Application, "id" | "created_at">> & {
-  readonly provider_account?: string | null
-}
+export type ApplicationUpdate = Partial<Omit<Application.Application, "id" | "created_at">>
 
-/** The operator view of a stored application (no provider internals, no secrets). */
-export const toApplication = ({
-  provider_account: _p,
-  webhook_secret_rotated_at: _r,
-  ...application
-}: StoredApplication) => application satisfies Application.Application
+/** The operator view of a stored application (no secrets). */
+export const toApplication = ({ webhook_secret_rotated_at: _r, ...application }: StoredApplication) =>
+  application satisfies Application.Application
 
 export class ApplicationRepository extends Context.Service<
   ApplicationRepository,
@@ -133,12 +125,12 @@ export class ApplicationRepository extends Context.Service<
         yield* sql`
           INSERT INTO applications (id, name, status, methods, currencies, locale, min_amount, max_amount,
             return_url_host, webhook_url, webhook_secret_encrypted, ip_allowlist, payment_ttl_seconds,
-            rate_limit_per_minute, provider_account, created_at, updated_at)
+            rate_limit_per_minute, created_at, updated_at)
           VALUES (${id}, ${input.name}, ${input.status}, ${pg.json([...input.methods])},
             ${pg.json([...input.currencies])}, ${input.locale}, ${input.min_amount}, ${input.max_amount},
             ${input.return_url_host}, ${input.webhook_url}, ${SecretBox.seal(encryptionKey, webhookSecret)},
             ${pg.json([...input.ip_allowlist])}, ${input.payment_ttl_seconds}, ${input.rate_limit_per_minute},
-            ${input.provider_account ?? null}, ${now}, ${now})
+            ${now}, ${now})
         `.pipe(Effect.orDie)
         return Option.getOrThrow(yield* find(id))
       })

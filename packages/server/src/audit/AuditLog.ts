@@ -7,7 +7,6 @@ import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
 import { likeLiteral } from "../database/Like.ts"
-import type { UserId } from "../users/UserRepository.ts"
 
 /** What a dashboard does: one name per act, whichever dashboard (or the operator API's refund) did it. */
 export const DashboardAction = Schema.Literals([
@@ -88,7 +87,7 @@ const ActionRow = Schema.Struct({ action: StoredAction })
 export interface Actor {
   /** The user's e-mail address, or "admin token". */
   readonly label: string
-  readonly userId: UserId | null
+  readonly userId: Ids.UserId | null
   readonly ip: string | null
 }
 

@@ -3,14 +3,14 @@
  * filters, newest first, cursor paging. An application's list is this search with its id fixed, so a cursor or id of
  * another application's payment finds nothing there.
  */
-import { Ids, Mode, Payment } from "@kassa/core"
+import { Ids, Mode, Payment, PaymentStateMachine } from "@kassa/core"
 import { DateTime, Effect, Option, Schema } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
 import { likeLiteral } from "../database/Like.ts"
+import * as PaymentRows from "../ledger/PaymentRows.ts"
+import type { PaymentWrites } from "../ledger/PaymentWrites.ts"
 import type { PaymentSummary } from "../pages/dashboard/Views.ts"
-import * as PaymentRepository from "../payments/PaymentRepository.ts"
-import type { Payments } from "../payments/Payments.ts"
 
 export type { PaymentSummary }
 
@@ -68,15 +68,17 @@ export const likePrefix = (prefix: string) => `${likeLiteral(prefix)}%`
  * out (a due payment found by a `pending` filter).
  */
 export const expireShown = Effect.fn("PaymentSearch.expireShown")(function* (
-  payments: Payments["Service"],
+  writes: PaymentWrites["Service"],
   page: PaymentPage,
   status: Payment.PaymentStatus | undefined
 ) {
-  const now = DateTime.toEpochMillis(yield* DateTime.now)
-  const due = page.rows.filter((row) => row.status === "pending" && row.expiresAt.getTime() <= now)
+  const now = yield* DateTime.now
+  const due = page.rows.filter((row) =>
+    PaymentStateMachine.isDue({ status: row.status, expires_at: DateTime.fromDateUnsafe(row.expiresAt) }, now)
+  )
   if (due.length === 0) return page
   const fresh = new Map(
-    (yield* payments.expireShown(due.map((row) => row.id))).map(
+    (yield* writes.expireShown(due.map((row) => row.id))).map(
       (payment) => [payment.id as string, payment.status] as const
     )
   )
@@ -112,14 +114,14 @@ export const search = (sql: SqlClient.SqlClient) =>
         : query.applicationId !== undefined
           ? Mode.Mode.literals.map((mode) => [sql`mode = ${mode}`])
           : [[]]
-    const statuses = PaymentRepository.statusBranches(sql, query.status, yield* DateTime.now)
+    const statuses = PaymentRows.statusBranches(sql, query.status, yield* DateTime.now)
     const branches = modes.flatMap((mode) => statuses.map((status) => [...mode, ...status]))
     // Only the customer's e-mail address is shown: the database takes it out of the jsonb, as text (or null).
     const columns = sql`id, application_id, mode, status, amount, refunded_amount, currency, method, order_reference,
       customer ->> 'email' AS customer_email, expires_at, created_at, seq`
     const rows = yield* Columns.all(SummaryRow)(sql`
       SELECT p.*, a.name AS application_name
-      FROM (${PaymentRepository.newestFirst(sql, columns, clauses, branches, query.limit + 1)}) AS p
+      FROM (${PaymentRows.newestFirst(sql, columns, clauses, branches, query.limit + 1)}) AS p
         JOIN applications a ON a.id = p.application_id
       ORDER BY p.created_at DESC, p.seq DESC
     `)

@@ -1,14 +1,15 @@
 /**
- * What operators see of live payments at their provider (issue 12 §5, decisions §10 "Seen by operators"): one
- * payment's Stripe ids and last answer, the open discrepancies and the overdue reads. Read-only SQL; each list reads
+ * What operators see of live payments at their provider (issue 12 §5, decisions §10 and §11 "Seen by operators"): one
+ * payment's provider, its ids there and last answer, the open discrepancies and the overdue reads. Read-only SQL; each list reads
  * its partial index (`provider_discrepancies_open`, `provider_payments_due`, `provider_refunds_due`).
  */
 import { Ids } from "@kassa/core"
 import { DateTime, Duration, Effect, Option, Schema, Struct } from "effect"
 import type { SqlClient } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
+import { ProviderPaymentRow as StoredProviderPaymentRow } from "../live/LiveCheckouts.ts"
 import type { DiscrepancyItem, OverdueItem, ProviderPaymentView } from "../pages/dashboard/Views.ts"
-import { ProviderPaymentRow as StoredProviderPaymentRow } from "../providers/LiveCheckouts.ts"
+import { ProviderName, providerTitles } from "../providers/ProviderConnector.ts"
 
 /**
  * A read is overdue when Kassa plans one (`next_read_at` set) but has had no answer for this long: the schedule reads
@@ -18,11 +19,15 @@ export const overdueAfter: Duration.Duration = Duration.minutes(10)
 
 /**
  * A live payment's row of `provider_payments`, as the payment's page shows it: the columns of LiveCheckouts' row
- * schema (`last_answer` shown as stored: any JSON, whatever shape the provider's answer had then).
+ * schema (`last_answer` shown as stored: any JSON, whatever shape the provider's answer had then), with its link's
+ * provider.
  */
-const ProviderPaymentRow = StoredProviderPaymentRow.mapFields(
-  Struct.pick(["state", "session_id", "payment_intent_id", "last_read_at", "last_answer", "next_read_at"])
-)
+const ProviderPaymentRow = Schema.Struct({
+  ...StoredProviderPaymentRow.mapFields(
+    Struct.pick(["state", "checkout_id", "provider_payment_id", "last_read_at", "last_answer", "next_read_at"])
+  ).fields,
+  provider: ProviderName
+})
 
 /** An open row of `provider_discrepancies` with its payment's application. */
 const DiscrepancyRow = Schema.Struct({
@@ -50,21 +55,23 @@ const OverdueRow = Schema.Struct({
 /** The live payment a "read now" names, and its application. */
 const TargetRow = Schema.Struct({ payment_id: Ids.PaymentId, application_id: Ids.ApplicationId })
 
-const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
-const dateOrNull = (time: DateTime.Utc | null): Date | null => (time === null ? null : toDate(time))
+const dateOrNull = (time: DateTime.Utc | null): Date | null => (time === null ? null : Columns.toDate(time))
 
 export const providerPayment = (sql: SqlClient.SqlClient, paymentId: string) =>
   Columns.first(ProviderPaymentRow)(sql`
-    SELECT state, session_id, payment_intent_id, last_read_at, last_answer, next_read_at
-    FROM provider_payments WHERE payment_id = ${paymentId}
+    SELECT pp.state, pp.checkout_id, pp.provider_payment_id, pp.last_read_at, pp.last_answer, pp.next_read_at,
+           l.provider
+    FROM provider_payments pp JOIN provider_links l ON l.id = pp.link_id
+    WHERE pp.payment_id = ${paymentId}
   `).pipe(
     Effect.map(
       Option.match({
         onNone: (): ProviderPaymentView | null => null,
         onSome: (row): ProviderPaymentView | null => ({
+          provider: providerTitles[row.provider],
           state: row.state,
-          sessionId: row.session_id,
-          paymentIntentId: row.payment_intent_id,
+          checkoutId: row.checkout_id,
+          providerPaymentId: row.provider_payment_id,
           lastReadAt: dateOrNull(row.last_read_at),
           lastAnswer: row.last_answer === null ? null : JSON.stringify(row.last_answer),
           nextReadAt: dateOrNull(row.next_read_at)
@@ -101,7 +108,7 @@ export const openDiscrepancies = (
           refundId: row.refund_id,
           kind: row.kind,
           message: row.message,
-          detectedAt: toDate(row.detected_at)
+          detectedAt: Columns.toDate(row.detected_at)
         })
       )
     })),
@@ -144,9 +151,9 @@ export const overdueReads = (
       applicationId: row.application_id,
       paymentId: row.payment_id,
       refundId: row.refund_id,
-      waitingSince: toDate(row.waiting_since),
+      waitingSince: Columns.toDate(row.waiting_since),
       lastReadAt: dateOrNull(row.last_read_at),
-      nextReadAt: toDate(row.next_read_at)
+      nextReadAt: Columns.toDate(row.next_read_at)
     })
     const all = [...payments.map((row) => item("payment", row)), ...refunds.map((row) => item("refund", row))].sort(
       (a, b) => b.waitingSince.getTime() - a.waitingSince.getTime()

@@ -56,6 +56,9 @@ export const Timestamp = DateOrText.pipe(
 
 export const NullableTimestamp = orNull(Timestamp)
 
+/** A point in time as a `Date`: a `timestamptz` query parameter (the driver writes a `Date`), or a view's date. */
+export const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
+
 const IntegerLike = Schema.declare(
   (input: unknown): input is number | bigint =>
     (typeof input === "number" && Number.isSafeInteger(input)) ||

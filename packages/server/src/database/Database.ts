@@ -18,6 +18,8 @@ import liveCheckout from "./migrations/0006_live_checkout.ts"
 import retention from "./migrations/0007_retention.ts"
 import traceContext from "./migrations/0008_trace_context.ts"
 import providerReads from "./migrations/0009_provider_reads.ts"
+import dropProviderAccount from "./migrations/0010_drop_provider_account.ts"
+import providerNeutralColumns from "./migrations/0011_provider_neutral_columns.ts"
 import * as ObservedPgClient from "./ObservedPgClient.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
@@ -30,7 +32,9 @@ export const migrations = PgMigrator.fromRecord({
   "0006_live_checkout": liveCheckout,
   "0007_retention": retention,
   "0008_trace_context": traceContext,
-  "0009_provider_reads": providerReads
+  "0009_provider_reads": providerReads,
+  "0010_drop_provider_account": dropProviderAccount,
+  "0011_provider_neutral_columns": providerNeutralColumns
 })
 
 const clientOptions = {

@@ -2,7 +2,7 @@
  * The hosted checkout `{base_url}/checkout/{id}` (decisions §6): server-rendered, no JavaScript. For a pending test
  * payment it offers the simulator's Pay, Fail and Let it expire; Pay and Fail record the payer with the browser's
  * address and User-Agent; then the customer goes to `return_url` (or sees the outcome). The form is protected
- * against cross-site posts (CsrfToken + Origin / Sec-Fetch-Site checks). Rules stay in the Payments service.
+ * against cross-site posts (CsrfToken + Origin / Sec-Fetch-Site checks). Rules stay in the core; payments/HostedCheckout.ts applies them.
  */
 import { Ids, type Payment, PaymentRequests, Text } from "@kassa/core"
 import { DateTime, Effect, Layer, Option, Schema } from "effect"
@@ -10,11 +10,11 @@ import { HttpRouter, type HttpServerRequest, HttpServerResponse, UrlParams } fro
 import { ApplicationRepository } from "../applications/ApplicationRepository.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
+import { PaymentRepository } from "../ledger/PaymentRepository.ts"
+import { LiveCheckouts } from "../live/LiveCheckouts.ts"
 import * as CheckoutPage from "../pages/CheckoutPage.ts"
 import { respond } from "../pages/Layout.ts"
-import { PaymentRepository } from "../payments/PaymentRepository.ts"
-import { type CheckoutView, Payments } from "../payments/Payments.ts"
-import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
+import { type CheckoutView, HostedCheckout } from "../payments/HostedCheckout.ts"
 import * as CsrfToken from "../security/CsrfToken.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 
@@ -49,7 +49,7 @@ export const routes = [
 
 export const layer = Layer.unwrap(
   Effect.gen(function* () {
-    const payments = yield* Payments
+    const hosted = yield* HostedCheckout
     const paymentRepository = yield* PaymentRepository
     const applications = yield* ApplicationRepository
     const config = yield* ServerConfig
@@ -112,7 +112,7 @@ export const layer = Layer.unwrap(
     const show = Effect.fn("Checkout.show")(function* (request: HttpServerRequest.HttpServerRequest, id: string) {
       const paymentId = parseId(id)
       if (Option.isNone(paymentId)) return notFound
-      const found = yield* payments.checkout(paymentId.value).pipe(Effect.option)
+      const found = yield* hosted.view(paymentId.value).pipe(Effect.option)
       if (Option.isNone(found)) return notFound
       const { payment } = found.value
       if (payment.status === "pending" && payment.mode === "test") {
@@ -159,7 +159,7 @@ export const layer = Layer.unwrap(
       )
         return refused
 
-      const found = yield* payments.checkout(paymentId.value).pipe(Effect.option)
+      const found = yield* hosted.view(paymentId.value).pipe(Effect.option)
       if (Option.isNone(found)) return notFound
       const view = found.value
       const { payment } = view
@@ -198,7 +198,7 @@ export const layer = Layer.unwrap(
               ip: clientAddress.text(request) ?? "unknown",
               user_agent: (request.headers["user-agent"] ?? "").slice(0, 512)
             }
-      return yield* payments.settle(payment.id, outcome, payer, values.method).pipe(
+      return yield* hosted.choose(payment.id, outcome, payer, values.method).pipe(
         Effect.map((settled) => {
           const location = returnLocation(settled.return_url)
           return location === undefined
@@ -208,7 +208,7 @@ export const layer = Layer.unwrap(
         Effect.catchTags({
           NotFound: () => Effect.succeed(notFound),
           PaymentNotPending: () =>
-            payments.checkout(payment.id).pipe(
+            hosted.view(payment.id).pipe(
               Effect.map((current) => respond(CheckoutPage.statusPage(current.payment), { status: 409 })),
               Effect.orElseSucceed(() => notFound)
             ),
@@ -228,7 +228,7 @@ export const layer = Layer.unwrap(
     const returned = Effect.fn("Checkout.returned")(function* (id: string) {
       const paymentId = parseId(id)
       if (Option.isNone(paymentId)) return notFound
-      const found = yield* payments.checkout(paymentId.value).pipe(Effect.option)
+      const found = yield* hosted.view(paymentId.value).pipe(Effect.option)
       if (Option.isNone(found)) return notFound
       return HttpServerResponse.setHeader(
         respond(CheckoutPage.returnPage(found.value.payment)),

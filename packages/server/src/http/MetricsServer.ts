@@ -13,15 +13,15 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { DatabasePool } from "../database/ObservedPgClient.ts"
-import { withDeadline } from "../http/ResponseMiddleware.ts"
+import * as Metrics from "../observability/Metrics.ts"
 import { DeliveryRepository } from "../webhooks/DeliveryRepository.ts"
-import * as Metrics from "./Metrics.ts"
+import { withDeadline } from "./ResponseMiddleware.ts"
 
 /** Where the metrics listener is bound; none when it is off. Tests read the port from here. */
 export class MetricsListener extends Context.Service<
   MetricsListener,
   { readonly address: Option.Option<{ readonly host: string; readonly port: number }> }
->()("@kassa/server/observability/MetricsListener") {}
+>()("@kassa/server/http/MetricsListener") {}
 
 /** Longest a scrape waits for the backlog count. */
 export const backlogTimeout = Duration.seconds(2)

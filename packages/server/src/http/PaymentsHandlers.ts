@@ -1,6 +1,6 @@
 /**
  * The `payments` group of the merchant API: create, fetch, list, cancel, refund. Each handler scopes the request to
- * the key's application and mode and hands it to the `Payments` service.
+ * the key's application and mode and hands it to the `MerchantPayments` service.
  *
  * With an `Idempotency-Key`, create and refund run through the IdempotencyStore, and their answer — success or
  * contract error — is rendered here once, as the exact bytes that are stored and later replayed (with
@@ -21,9 +21,9 @@ import { Digest } from "effect/crypto"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AuthenticatedApplication } from "../auth/Authentication.ts"
-import { type Answer, type Claim, errorAnswer, IdempotencyStore, type Outcome } from "../payments/IdempotencyStore.ts"
-import type { Scope } from "../payments/PaymentRepository.ts"
-import { Payments } from "../payments/Payments.ts"
+import { type Answer, type Claim, errorAnswer, IdempotencyStore, type Outcome } from "../ledger/IdempotencyStore.ts"
+import type { Scope } from "../ledger/PaymentRepository.ts"
+import { MerchantPayments } from "../payments/MerchantPayments.ts"
 
 const iso = (time: DateTime.Utc): string => DateTime.formatIso(time)
 
@@ -139,7 +139,7 @@ export const PaymentsHandlers = HttpApiBuilder.group(
   MerchantApi.MerchantApi,
   "payments",
   Effect.fn(function* (handlers) {
-    const payments = yield* Payments
+    const payments = yield* MerchantPayments
     const store = yield* IdempotencyStore
     const digest = yield* Digest.Digest
     const withServices = <A, E, R>(effect: Effect.Effect<A, E, R>) =>

@@ -5,14 +5,14 @@
 import { MerchantApi } from "@kassa/core"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { Payments } from "../payments/Payments.ts"
+import { MerchantPayments } from "../payments/MerchantPayments.ts"
 import { currentScope } from "./PaymentsHandlers.ts"
 
 export const TestHandlers = HttpApiBuilder.group(
   MerchantApi.MerchantApi,
   "test",
   Effect.fn(function* (handlers) {
-    const payments = yield* Payments
+    const payments = yield* MerchantPayments
     return handlers.handle("simulate", ({ params, payload }) =>
       Effect.flatMap(currentScope, (scope) => payments.simulate(scope, params.id, payload.outcome))
     )

@@ -43,7 +43,7 @@ export class EventOutbox extends Context.Service<
       at: DateTime.Utc
     ) => Effect.Effect<void>
   }
->()("@kassa/server/payments/EventOutbox") {
+>()("@kassa/server/ledger/EventOutbox") {
   static readonly layer = Layer.effect(
     EventOutbox,
     Effect.gen(function* () {

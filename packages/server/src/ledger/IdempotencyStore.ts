@@ -161,7 +161,7 @@ export class IdempotencyStore extends Context.Service<
       work: (claim: Claim) => Effect.Effect<Answer, never, R>
     ) => Effect.Effect<Outcome, never, R>
   }
->()("@kassa/server/payments/IdempotencyStore") {
+>()("@kassa/server/ledger/IdempotencyStore") {
   static readonly layer = Layer.effect(
     IdempotencyStore,
     Effect.gen(function* () {

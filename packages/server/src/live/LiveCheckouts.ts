@@ -1,6 +1,6 @@
 /**
  * A live payment's checkout at its provider (`provider_payments`, issue 12 §3): opened in three steps (an `opening`
- * row with the pending payment; the provider call outside any transaction; the session, or `not_opened`), the
+ * row with the pending payment; the provider call outside any transaction; the checkout, or `not_opened`), the
  * customer's visit (for `payer`), the provider events seen (`provider_events`, dedupe) and disagreements
  * (`provider_discrepancies`). Plain SQL; callers own the transactions. The `opening` row is written with its payment,
  * in one statement, by `PaymentRepository.insertOpening`.
@@ -9,7 +9,7 @@ import { Ids, Money, ProviderSettlement } from "@kassa/core"
 import { Context, DateTime, type Duration, Effect, Layer, Option, Schema, Struct } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
-import { type OpenRequest, ProviderLinkId } from "./ProviderConnector.ts"
+import { type OpenRequest, ProviderLinkId } from "../providers/ProviderConnector.ts"
 
 /** `provider_payments.state`: see 0005_live. */
 export const LiveCheckoutState = Schema.Literals(["opening", "open", "not_opened"])
@@ -24,7 +24,8 @@ export interface LiveCheckout {
   readonly state: LiveCheckoutState
   /** The Idempotency-Key of the provider call that opens it: every attempt sends the same one. */
   readonly idempotencyKey: string
-  readonly sessionId: string | null
+  /** The provider's checkout, once it opened one. */
+  readonly checkoutId: string | null
   readonly checkoutUrl: string | null
   readonly visit: ProviderSettlement.CheckoutVisit | null
   readonly visitedAt: DateTime.Utc | null
@@ -34,19 +35,19 @@ export interface LiveCheckout {
   readonly createdAt: DateTime.Utc
 }
 
-/** A provider's id (`cs_…`, `pi_…`): never empty. */
+/** A provider's id of a checkout or payment (Stripe: a Checkout Session, a PaymentIntent): never empty. */
 const ProviderObjectId = Schema.NonEmptyString
 
 /**
- * A row of `provider_payments` (0005_live, 0006_live_checkout). A visit is its IP, User-Agent and time together
+ * A row of `provider_payments` (0005_live, 0006_live_checkout, 0011_provider_neutral_columns). A visit is its IP, User-Agent and time together
  * (`recordVisit` writes the three at once): a row with a time and no address is broken, not a visit from "".
  */
 export const ProviderPaymentRow = Schema.Struct({
   payment_id: Ids.PaymentId,
   link_id: ProviderLinkId,
   state: LiveCheckoutState,
-  session_id: Schema.NullOr(ProviderObjectId),
-  payment_intent_id: Schema.NullOr(ProviderObjectId),
+  checkout_id: Schema.NullOr(ProviderObjectId),
+  provider_payment_id: Schema.NullOr(ProviderObjectId),
   idempotency_key: Schema.NonEmptyString,
   visit_ip: Schema.NullOr(Schema.String),
   visit_user_agent: Schema.NullOr(Schema.String),
@@ -111,7 +112,7 @@ const toCheckout = (row: CheckoutRow): LiveCheckout => ({
   linkId: row.link_id,
   state: row.state,
   idempotencyKey: row.idempotency_key,
-  sessionId: row.session_id,
+  checkoutId: row.checkout_id,
   checkoutUrl: row.checkout_url,
   visit:
     row.visited_at === null || row.visit_ip === null || row.visit_user_agent === null
@@ -123,7 +124,7 @@ const toCheckout = (row: CheckoutRow): LiveCheckout => ({
   createdAt: row.created_at
 })
 
-const toDate = (time: DateTime.Utc): Date => DateTime.toDateUtc(time)
+const { toDate } = Columns
 
 /** What a claim of due rows is given: the time, the lease's end, and how many at most. */
 const ClaimRequest = Schema.Struct({ now: Columns.Timestamp, until: Columns.Timestamp, limit: Schema.Int })
@@ -132,12 +133,12 @@ export class LiveCheckouts extends Context.Service<
   LiveCheckouts,
   {
     /**
-     * The provider's session: the checkout is open, the customer can be sent to `url`. Only an `opening` row that no
-     * clean-up has claimed (`closing` null) is opened; false when another writer got there first.
+     * The provider's checkout: it is open, the customer can be sent to `url`. Only an `opening` row that no clean-up
+     * has claimed (`closing` null) is opened; false when another writer got there first.
      */
     readonly opened: (input: {
       readonly paymentId: Ids.PaymentId
-      readonly sessionId: string
+      readonly checkoutId: string
       readonly url: string
       readonly expiresAt: DateTime.Utc
       readonly now: DateTime.Utc
@@ -163,7 +164,7 @@ export class LiveCheckouts extends Context.Service<
     /** The clean-up adopts the checkout it found at the provider (paid, or completed and unpaid). */
     readonly adopt: (input: {
       readonly paymentId: Ids.PaymentId
-      readonly sessionId: string
+      readonly checkoutId: string
       readonly now: DateTime.Utc
     }) => Effect.Effect<void>
     /** Claims failed creates whose clean-up is due (SKIP LOCKED, leased like {@link claimDue}), with their request. */
@@ -172,10 +173,10 @@ export class LiveCheckouts extends Context.Service<
       readonly limit: number
       readonly lease: Duration.Duration
     }) => Effect.Effect<ReadonlyArray<{ readonly checkout: LiveCheckout; readonly request: OpenRequest | null }>>
-    /** The clean-up is done (the session expired, or the provider says there is none): no more attempts. */
+    /** The clean-up is done (the checkout expired, or the provider says there is none): no more attempts. */
     readonly cleanedUp: (paymentId: Ids.PaymentId, outcome: unknown, now: DateTime.Utc) => Effect.Effect<void>
     readonly find: (paymentId: Ids.PaymentId) => Effect.Effect<Option.Option<LiveCheckout>>
-    readonly findBySession: (sessionId: string) => Effect.Effect<Option.Option<LiveCheckout>>
+    readonly findByCheckout: (checkoutId: string) => Effect.Effect<Option.Option<LiveCheckout>>
     /** The checkout visit (the first one counts for `payer`: later ones do not overwrite it). */
     readonly recordVisit: (
       paymentId: Ids.PaymentId,
@@ -202,7 +203,7 @@ export class LiveCheckouts extends Context.Service<
     readonly recordRead: (
       paymentId: Ids.PaymentId,
       answer: unknown,
-      paymentIntentId: string | null,
+      providerPaymentId: string | null,
       nextReadAt: DateTime.Utc | null,
       now: DateTime.Utc
     ) => Effect.Effect<void>
@@ -222,13 +223,14 @@ export class LiveCheckouts extends Context.Service<
       type: string,
       now: DateTime.Utc
     ) => Effect.Effect<boolean>
+    /** Where the provider and Kassa disagree (the operator's discrepancy page): the one writer of the table. */
     readonly recordDiscrepancy: (
       paymentId: Ids.PaymentId,
       discrepancy: ProviderSettlement.Discrepancy,
       now: DateTime.Utc
     ) => Effect.Effect<void>
   }
->()("@kassa/server/providers/LiveCheckouts") {
+>()("@kassa/server/live/LiveCheckouts") {
   static readonly layer = Layer.effect(
     LiveCheckouts,
     Effect.gen(function* () {
@@ -242,10 +244,10 @@ export class LiveCheckouts extends Context.Service<
         Result: CheckoutRow,
         execute: (paymentId) => sql`SELECT ${columns} FROM provider_payments WHERE payment_id = ${paymentId}`
       })
-      const findRowBySession = SqlSchema.findOneOption({
+      const findRowByCheckout = SqlSchema.findOneOption({
         Request: Schema.String,
         Result: CheckoutRow,
-        execute: (sessionId) => sql`SELECT ${columns} FROM provider_payments WHERE session_id = ${sessionId}`
+        execute: (checkoutId) => sql`SELECT ${columns} FROM provider_payments WHERE checkout_id = ${checkoutId}`
       })
       const claimStuckRows = SqlSchema.findAll({
         Request: Schema.Struct({ ...ClaimRequest.fields, staleBefore: Columns.Timestamp }),
@@ -323,10 +325,10 @@ export class LiveCheckouts extends Context.Service<
       const checkouts = Effect.map((rows: ReadonlyArray<CheckoutRow>) => rows.map(toCheckout))
 
       return LiveCheckouts.of({
-        opened: ({ paymentId, sessionId, url, expiresAt, now }) =>
+        opened: ({ paymentId, checkoutId, url, expiresAt, now }) =>
           sql`
             UPDATE provider_payments
-            SET state = 'open', session_id = ${sessionId}, checkout_url = ${url},
+            SET state = 'open', checkout_id = ${checkoutId}, checkout_url = ${url},
                 checkout_expires_at = ${toDate(expiresAt)}, updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId} AND state = 'opening' AND closing IS NULL
             RETURNING payment_id
@@ -339,10 +341,10 @@ export class LiveCheckouts extends Context.Service<
             ...claim({ now, limit, lease }),
             staleBefore: DateTime.subtractDuration(now, staleAfter)
           }).pipe(checkouts, Effect.orDie),
-        adopt: ({ paymentId, sessionId, now }) =>
+        adopt: ({ paymentId, checkoutId, now }) =>
           sql`
             UPDATE provider_payments
-            SET state = 'open', session_id = ${sessionId}, closing = NULL, next_read_at = NULL,
+            SET state = 'open', checkout_id = ${checkoutId}, closing = NULL, next_read_at = NULL,
                 updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId} AND state = 'opening'
           `.pipe(Effect.asVoid, Effect.orDie),
@@ -377,8 +379,8 @@ export class LiveCheckouts extends Context.Service<
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
         find: (paymentId) => findRow(paymentId).pipe(Effect.map(Option.map(toCheckout)), Effect.orDie),
-        findBySession: (sessionId) =>
-          findRowBySession(sessionId).pipe(Effect.map(Option.map(toCheckout)), Effect.orDie),
+        findByCheckout: (checkoutId) =>
+          findRowByCheckout(checkoutId).pipe(Effect.map(Option.map(toCheckout)), Effect.orDie),
         recordVisit: (paymentId, visit, now) =>
           sql`
             UPDATE provider_payments
@@ -393,11 +395,11 @@ export class LiveCheckouts extends Context.Service<
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
         claimExpiring: (options) => claimExpiringRows(claim(options)).pipe(checkouts, Effect.orDie),
-        recordRead: (paymentId, answer, paymentIntentId, nextReadAt, now) =>
+        recordRead: (paymentId, answer, providerPaymentId, nextReadAt, now) =>
           sql`
             UPDATE provider_payments
             SET last_answer = ${JSON.stringify(answer)}::jsonb, last_read_at = ${toDate(now)}, updated_at = ${toDate(now)},
-                payment_intent_id = coalesce(${paymentIntentId}, payment_intent_id),
+                provider_payment_id = coalesce(${providerPaymentId}, provider_payment_id),
                 next_read_at = ${nextReadAt === null ? null : toDate(nextReadAt)}
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),

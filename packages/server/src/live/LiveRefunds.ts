@@ -5,7 +5,7 @@
  * 1. one transaction under the payment's row lock (NOWAIT, like every writer): the refund is checked by the core
  *    (`PaymentStateMachine.requestRefund`: pending refunds already reserve their amount) and stored `pending`, with its
  *    `provider_refunds` row due for a read later — so a crash right after the commit still gets the call made;
- * 2. the provider call (`ProviderConnector.refund`: the payment intent, the amount, `metadata[kassa_refund_id]`,
+ * 2. the provider call (`ProviderConnector.refund`: the provider's payment, the amount, Kassa's refund id,
  *    Idempotency-Key = the refund id), outside any transaction;
  * 3. one transaction under the payment's row lock: the core's `ProviderSettlement.apply` decides (succeeded → refund
  *    `succeeded`, payment `partially_refunded`/`refunded` with its event and delivery; failed/canceled → released, no
@@ -15,27 +15,28 @@
  * The background fiber takes `provider_refunds` rows that are due (`FOR UPDATE SKIP LOCKED`, leased for a minute so
  * that another process does not call the provider for the same row meanwhile), and for each one repeats the create
  * call with the same Idempotency-Key (the provider never answered it) or reads the provider's refund, then applies
- * the answer as in step 3. A live payment Kassa did not open at a provider (no `provider_payments` row with a payment
- * intent) keeps the old path: the refund is recorded `pending` for someone to carry out by hand.
+ * the answer as in step 3. A live payment Kassa did not open at a provider (no `provider_payments` row with a provider
+ * payment) keeps the old path: the refund is recorded `pending` for someone to carry out by hand.
  */
 import { PgClient } from "@effect/sql-pg"
-import { ApiError, Ids, Money, type Payment, PaymentStateMachine, ProviderSettlement } from "@kassa/core"
-import { Context, DateTime, Duration, Effect, Layer, Option, Result, Schedule, Schema, Struct } from "effect"
+import { ApiError, Ids, type Payment, PaymentStateMachine, ProviderSettlement } from "@kassa/core"
+import { Context, DateTime, Duration, Effect, Layer, Option, Result, Schedule } from "effect"
 import { SecureRandom } from "effect/crypto"
-import { SqlClient, SqlSchema } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
+import { PaymentRepository, type StoredPayment } from "../ledger/PaymentRepository.ts"
+import { notFound, PaymentWrites } from "../ledger/PaymentWrites.ts"
 import * as Metrics from "../observability/Metrics.ts"
-import { EventOutbox } from "../payments/EventOutbox.ts"
-import { PaymentRepository, type StoredPayment } from "../payments/PaymentRepository.ts"
-import { ProviderPaymentRow } from "./LiveCheckouts.ts"
 import {
   type NoAnswer,
   ProviderConnector,
-  ProviderLinkId,
+  type ProviderLinkId,
   type ProviderRefused,
   type RefundReading
-} from "./ProviderConnector.ts"
-import { ProviderLinks, type StoredLink } from "./ProviderLinks.ts"
+} from "../providers/ProviderConnector.ts"
+import { ProviderLinks, type StoredLink } from "../providers/ProviderLinks.ts"
+import { ProviderAnswers } from "./ProviderAnswers.ts"
+import { makeRows, type ProviderRefundRow } from "./ProviderRefundRows.ts"
 
 /** Time between two rounds of the background fiber (a due refund waits at most this long past its time). */
 export const interval: Duration.Duration = Duration.seconds(30)
@@ -75,7 +76,7 @@ interface Reserved {
   readonly stored: StoredPayment
   readonly payment: Payment.Payment
   readonly amount: number
-  readonly provider: { readonly linkId: ProviderLinkId; readonly paymentIntentId: string } | null
+  readonly provider: { readonly linkId: ProviderLinkId; readonly providerPaymentId: string } | null
 }
 
 /** What the provider said to a create call or a read. */
@@ -89,111 +90,6 @@ export type ProviderRefundResult =
   | { readonly _tag: "Applied"; readonly payment: Option.Option<Payment.Payment> }
   | NoAnswer
 
-/** A row of `provider_refunds` (0005_live). */
-export const ProviderRefundRow = Schema.Struct({
-  refund_id: Ids.RefundId,
-  payment_id: Ids.PaymentId,
-  link_id: ProviderLinkId,
-  // The provider's refund (Stripe: re_…): never empty.
-  provider_refund_id: Schema.NullOr(Schema.NonEmptyString),
-  attempts: Columns.Integer.check(Schema.isGreaterThanOrEqualTo(0)),
-  next_read_at: Columns.NullableTimestamp,
-  last_read_at: Columns.NullableTimestamp,
-  // What the provider said at the last read or call, as stored (see `answerJson`).
-  last_answer: Columns.Json(Schema.Json),
-  created_at: Columns.Timestamp,
-  updated_at: Columns.Timestamp
-})
-export type ProviderRefundRow = typeof ProviderRefundRow.Type
-
-/** The provider's part of a live payment, as a refund needs it. */
-const RefundTargetRow = ProviderPaymentRow.mapFields(Struct.pick(["link_id", "payment_intent_id"]))
-/** What a create call sent again needs: the refund's amount and its payment's intent. */
-const CreateAgainRow = Schema.Struct({
-  amount: Columns.Integer.pipe(Schema.decodeTo(Money.Amount)),
-  intent: Schema.NullOr(Schema.NonEmptyString)
-})
-const OwnerRow = ProviderPaymentRow.mapFields(Struct.pick(["payment_id"]))
-const RefundIdRow = ProviderRefundRow.mapFields(Struct.pick(["refund_id"]))
-
-/**
- * The reads of `provider_refunds` and of the `provider_payments` rows refunds go through, decoded (a row that does not
- * decode dies: a broken database, as a failed query is). Built once per layer; exported for the tests.
- */
-export const makeRows = (sql: SqlClient.SqlClient) => {
-  const byRefundId = SqlSchema.findOneOption({
-    Request: Ids.RefundId,
-    Result: ProviderRefundRow,
-    execute: (refundId) => sql`SELECT * FROM provider_refunds WHERE refund_id = ${refundId}`
-  })
-  const byProviderRefundId = SqlSchema.findOneOption({
-    Request: Schema.String,
-    Result: ProviderRefundRow,
-    execute: (providerRefundId) => sql`SELECT * FROM provider_refunds WHERE provider_refund_id = ${providerRefundId}`
-  })
-  const ofLink = SqlSchema.findOneOption({
-    Request: Schema.Struct({ refundId: Ids.RefundId, linkId: ProviderLinkId }),
-    Result: RefundIdRow,
-    execute: ({ refundId, linkId }) =>
-      sql`SELECT refund_id FROM provider_refunds WHERE refund_id = ${refundId} AND link_id = ${linkId}`
-  })
-  const claimDue = SqlSchema.findAll({
-    Request: Schema.Struct({ now: Columns.Timestamp, until: Columns.Timestamp, limit: Schema.Int }),
-    Result: ProviderRefundRow,
-    // Claimed and leased in one short statement; the provider calls happen after its commit.
-    execute: ({ now, until, limit }) => sql`
-      WITH due AS (
-        SELECT refund_id FROM provider_refunds
-        WHERE next_read_at IS NOT NULL AND next_read_at <= ${now}
-        ORDER BY next_read_at
-        LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED
-      )
-      UPDATE provider_refunds r
-      SET next_read_at = ${until}
-      FROM due WHERE r.refund_id = due.refund_id
-      RETURNING r.*
-    `
-  })
-  const target = SqlSchema.findOneOption({
-    Request: Ids.PaymentId,
-    Result: RefundTargetRow,
-    execute: (paymentId) =>
-      sql`SELECT link_id, payment_intent_id FROM provider_payments WHERE payment_id = ${paymentId}`
-  })
-  const createAgain = SqlSchema.findOneOption({
-    Request: Ids.RefundId,
-    Result: CreateAgainRow,
-    execute: (refundId) => sql`
-      SELECT r.amount, p.payment_intent_id AS intent
-      FROM refunds r JOIN provider_payments p ON p.payment_id = r.payment_id
-      WHERE r.id = ${refundId}
-    `
-  })
-  const owner = SqlSchema.findOneOption({
-    Request: Schema.Struct({ paymentIntentId: Schema.String, linkId: ProviderLinkId }),
-    Result: OwnerRow,
-    execute: ({ paymentIntentId, linkId }) => sql`
-      SELECT payment_id FROM provider_payments WHERE payment_intent_id = ${paymentIntentId} AND link_id = ${linkId}
-    `
-  })
-  return {
-    byRefundId: (refundId: Ids.RefundId) => byRefundId(refundId).pipe(Effect.orDie),
-    byProviderRefundId: (providerRefundId: string) => byProviderRefundId(providerRefundId).pipe(Effect.orDie),
-    /** Whether this link asked for the refund (one account linked twice sends each event to both endpoints). */
-    ofLink: (refundId: Ids.RefundId, linkId: ProviderLinkId) =>
-      ofLink({ refundId, linkId }).pipe(Effect.map(Option.isSome), Effect.orDie),
-    claimDue: (options: { readonly now: DateTime.Utc; readonly until: DateTime.Utc; readonly limit: number }) =>
-      claimDue(options).pipe(Effect.orDie),
-    /** The provider's part of a live payment: its link, and its payment intent once paid. */
-    target: (paymentId: Ids.PaymentId) => target(paymentId).pipe(Effect.orDie),
-    createAgain: (refundId: Ids.RefundId) => createAgain(refundId).pipe(Effect.orDie),
-    /** The payment this link opened with this payment intent. */
-    owner: (paymentIntentId: string, linkId: ProviderLinkId) =>
-      owner({ paymentIntentId, linkId }).pipe(Effect.map(Option.map((row) => row.payment_id)), Effect.orDie)
-  }
-}
-
 export class LiveRefunds extends Context.Service<
   LiveRefunds,
   {
@@ -205,49 +101,39 @@ export class LiveRefunds extends Context.Service<
      */
     readonly refresh: (refundId: Ids.RefundId) => Effect.Effect<Option.Option<Payment.Payment>>
     /**
-     * A provider event named a refund (`refund.created`/`updated`/`failed` name it; `charge.refunded` names the
-     * payment intent too): Kassa reads it from the provider and applies what it says now. A refund Kassa asked for
-     * is settled like {@link refresh}; one made in the provider's own dashboard is recorded as a `succeeded` (or
+     * A provider event named a refund (a `Refund` event names it; a `RefundsChanged` event names the provider's
+     * payment too): Kassa reads it from the provider and applies what it says now. A refund Kassa asked for is
+     * settled like {@link refresh}; one made in the provider's own dashboard is recorded as a `succeeded` (or
      * pending, or failed) refund with reason "refunded at provider" and the usual event, on the payment of the
-     * refund's payment intent (as the provider says now, else the event's). Only refunds of payments this link
+     * refund's provider payment (as the provider says now, else the event's). Only refunds of payments this link
      * opened are touched (one account linked twice sends every event to both endpoints).
      */
     readonly applyProviderRefund: (input: {
       readonly linkId: ProviderLinkId
       readonly providerRefundId: string
-      readonly paymentIntentId: string | null
+      readonly providerPaymentId: string | null
     }) => Effect.Effect<ProviderRefundResult>
     /** One round of the background fiber: every row due at `now` (default: the clock). Returns how many. */
-    readonly settleDue: (options?: {
+    readonly refreshDue: (options?: {
       readonly now?: DateTime.Utc | undefined
       readonly limit?: number | undefined
     }) => Effect.Effect<number>
   }
->()("@kassa/server/providers/LiveRefunds") {
+>()("@kassa/server/live/LiveRefunds") {
   static readonly layer = Layer.effect(
     LiveRefunds,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const pg = yield* PgClient.PgClient
       const repo = yield* PaymentRepository
-      const outbox = yield* EventOutbox
+      const writes = yield* PaymentWrites
+      const answers = yield* ProviderAnswers
       const connector = yield* ProviderConnector
       const links = yield* ProviderLinks
       const random = yield* SecureRandom.SecureRandom
       const rows = makeRows(sql)
 
-      const toDate = (at: DateTime.Utc) => new Date(DateTime.toEpochMillis(at))
-      const notFound = () => new ApiError.NotFound({ message: "No payment with this id." })
-
-      const reload = (id: Ids.PaymentId) =>
-        repo.find(id).pipe(
-          Effect.flatMap(
-            Option.match({
-              onNone: () => Effect.die(new Error(`payment ${id} vanished inside its own transaction`)),
-              onSome: Effect.succeed
-            })
-          )
-        )
+      const { toDate } = Columns
 
       /** The provider call for one refund; a refusal (4xx) is an answer too: the refund failed. */
       const call = (linkId: ProviderLinkId, make: (link: StoredLink) => Effect.Effect<Outcome>) =>
@@ -257,10 +143,10 @@ export class LiveRefunds extends Context.Service<
           return yield* make(link.value)
         })
 
-      const create = (linkId: ProviderLinkId, refundId: Ids.RefundId, paymentIntentId: string, amount: number) =>
+      const create = (linkId: ProviderLinkId, refundId: Ids.RefundId, providerPaymentId: string, amount: number) =>
         call(linkId, (link) =>
           connector
-            .refund(links.access(link), { refundId, paymentIntentId, amount })
+            .refund(links.access(link), { refundId, providerPaymentId, amount })
             .pipe(Effect.catchTag("ProviderRefused", (refused) => Effect.succeed<Outcome>(refused)))
         )
 
@@ -282,7 +168,7 @@ export class LiveRefunds extends Context.Service<
               }
 
       /** Step 3: the provider's answer, applied under the payment's row lock with everything it writes. */
-      const settle = (refundId: Ids.RefundId, outcome: Outcome) =>
+      const applyAnswer = (refundId: Ids.RefundId, outcome: Outcome) =>
         sql
           .withTransaction(
             Effect.gen(function* () {
@@ -307,18 +193,7 @@ export class LiveRefunds extends Context.Service<
                       { now, visit: null }
                     )
               // An answer that moves nothing (no answer, a repeated read) leaves the payment row alone.
-              if (settlement.payment !== stored.payment) yield* repo.save(stored.payment, settlement.payment, now)
-              const after = yield* reload(stored.payment.id)
-              if (settlement.events.length > 0) {
-                yield* outbox.record(stored.applicationId, after.payment, settlement.events, now)
-              }
-              if (settlement.discrepancy !== null) {
-                yield* sql`
-                  INSERT INTO provider_discrepancies (payment_id, refund_id, kind, message, detected_at)
-                  VALUES (${stored.payment.id}, ${settlement.discrepancy.refund_id}, ${settlement.discrepancy.kind},
-                    ${settlement.discrepancy.message}, ${toDate(now)})
-                `
-              }
+              const after = yield* answers.applySettlement(stored, settlement, now)
               const stillPending =
                 settlement.payment.refunds.find((refund) => refund.id === refundId)?.status === "pending"
               const next = stillPending
@@ -332,7 +207,7 @@ export class LiveRefunds extends Context.Service<
                     last_answer = ${pg.json(answerJson(outcome))}, updated_at = ${toDate(now)}
                 WHERE refund_id = ${refundId}
               `
-              return Option.some<Changed>({ before: stored.payment, after: after.payment })
+              return Option.some<Changed>({ before: stored.payment, after })
             })
           )
           .pipe(
@@ -385,7 +260,7 @@ export class LiveRefunds extends Context.Service<
               yield* repo.save(stored.payment, decided.success.payment, now, { requestedBy: request.requestedBy })
               const provider = Option.getOrUndefined(yield* rows.target(stored.payment.id))
               const amount = decided.success.payment.refunds.find((refund) => refund.id === refundId)?.amount ?? 0
-              if (provider === undefined || provider.payment_intent_id === null) {
+              if (provider === undefined || provider.provider_payment_id === null) {
                 return reserved({ stored, payment: decided.success.payment, amount, provider: null })
               }
               // Due later, as a safety net: a crash between this commit and the provider's answer still gets the
@@ -400,7 +275,7 @@ export class LiveRefunds extends Context.Service<
                 stored,
                 payment: decided.success.payment,
                 amount,
-                provider: { linkId: provider.link_id, paymentIntentId: provider.payment_intent_id }
+                provider: { linkId: provider.link_id, providerPaymentId: provider.provider_payment_id }
               })
             })
           )
@@ -415,9 +290,9 @@ export class LiveRefunds extends Context.Service<
           refundId,
           applicationId: held.stored.applicationId
         })
-        if (held.provider === null) return result((yield* reload(held.stored.payment.id)).payment)
-        const outcome = yield* create(held.provider.linkId, refundId, held.provider.paymentIntentId, held.amount)
-        const settled = yield* settle(refundId, outcome)
+        if (held.provider === null) return result((yield* writes.reload(held.stored.payment.id)).payment)
+        const outcome = yield* create(held.provider.linkId, refundId, held.provider.providerPaymentId, held.amount)
+        const settled = yield* applyAnswer(refundId, outcome)
         return result(Option.getOrElse(settled, () => held.payment))
       })
 
@@ -428,8 +303,10 @@ export class LiveRefunds extends Context.Service<
           if (row.provider_refund_id === null) {
             // The provider never answered the create call: the same call, the same key, so at most one refund.
             const again = yield* rows.createAgain(refundId)
-            if (Option.isNone(again) || again.value.intent === null) return Option.none<Outcome>()
-            return Option.some(yield* create(row.link_id, refundId, again.value.intent, again.value.amount))
+            if (Option.isNone(again) || again.value.provider_payment_id === null) return Option.none<Outcome>()
+            return Option.some(
+              yield* create(row.link_id, refundId, again.value.provider_payment_id, again.value.amount)
+            )
           }
           return Option.some(yield* read(row.link_id, refundId, row.provider_refund_id))
         })
@@ -438,7 +315,7 @@ export class LiveRefunds extends Context.Service<
       const refreshRow = (row: ProviderRefundRow) =>
         askRow(row).pipe(
           Effect.flatMap((outcome) =>
-            Option.isNone(outcome) ? Effect.succeedNone : settle(row.refund_id, outcome.value)
+            Option.isNone(outcome) ? Effect.succeedNone : applyAnswer(row.refund_id, outcome.value)
           )
         )
 
@@ -447,12 +324,12 @@ export class LiveRefunds extends Context.Service<
         return Option.isNone(row) ? Option.none<Payment.Payment>() : yield* refreshRow(row.value)
       })
 
-      /** A refund made at the provider, recorded on the payment of `paymentIntentId` under its row lock. */
-      const recordForeign = (linkId: ProviderLinkId, paymentIntentId: string, reading: RefundReading) =>
+      /** A refund made at the provider, recorded on the payment of `providerPaymentId` under its row lock. */
+      const recordForeign = (linkId: ProviderLinkId, providerPaymentId: string, reading: RefundReading) =>
         sql
           .withTransaction(
             Effect.gen(function* () {
-              const owner = yield* rows.owner(paymentIntentId, linkId)
+              const owner = yield* rows.owner(providerPaymentId, linkId)
               if (Option.isNone(owner)) return Option.none<Payment.Payment>()
               const locked = yield* repo.lock(owner.value, undefined, "wait")
               if (Option.isNone(locked)) return Option.none<Payment.Payment>()
@@ -462,19 +339,9 @@ export class LiveRefunds extends Context.Service<
               if (Option.isSome(seen)) return Option.none<Payment.Payment>()
               const now = yield* DateTime.now
               const settlement = ProviderSettlement.apply(stored.payment, reading, { now, visit: null })
-              if (settlement.payment !== stored.payment) yield* repo.save(stored.payment, settlement.payment, now)
-              const after = yield* reload(stored.payment.id)
-              if (settlement.events.length > 0) {
-                yield* outbox.record(stored.applicationId, after.payment, settlement.events, now)
-              }
-              if (settlement.discrepancy !== null) {
-                // Not recordable (beyond what is refundable, or a payment never paid): no refund row to point at.
-                yield* sql`
-                  INSERT INTO provider_discrepancies (payment_id, refund_id, kind, message, detected_at)
-                  VALUES (${stored.payment.id}, NULL, ${settlement.discrepancy.kind},
-                    ${`${settlement.discrepancy.message} (${reading.refund.provider_refund_id})`}, ${toDate(now)})
-                `
-              }
+              // Not recordable (beyond what is refundable, or a payment never paid): the discrepancy names the
+              // provider's refund, as there is no refund row to point at.
+              const after = yield* answers.applySettlement(stored, settlement, now, reading.refund.provider_refund_id)
               const recorded = settlement.payment.refunds.find((refund) => refund.id === reading.refund.refund_id)
               if (recorded !== undefined) {
                 const next =
@@ -488,7 +355,7 @@ export class LiveRefunds extends Context.Service<
                     ${next}, ${toDate(now)}, ${pg.json(answerJson(reading))}, ${toDate(now)}, ${toDate(now)})
                 `
               }
-              return settlement.payment === stored.payment ? Option.none<Payment.Payment>() : Option.some(after.payment)
+              return settlement.payment === stored.payment ? Option.none<Payment.Payment>() : Option.some(after)
             })
           )
           .pipe(Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die }))
@@ -508,7 +375,7 @@ export class LiveRefunds extends Context.Service<
       const applyProviderRefund = Effect.fn("LiveRefunds.applyProviderRefund")(function* (input: {
         readonly linkId: ProviderLinkId
         readonly providerRefundId: string
-        readonly paymentIntentId: string | null
+        readonly providerPaymentId: string | null
       }) {
         const known = yield* rows.byProviderRefundId(input.providerRefundId)
         if (Option.isSome(known)) {
@@ -519,10 +386,10 @@ export class LiveRefunds extends Context.Service<
           if (Option.isNone(outcome)) return nothing
           // Kept pending with its next read set: the event is sent again, and the background round asks anyway.
           if (outcome.value._tag === "NoAnswer") {
-            yield* settle(row.refund_id, outcome.value)
+            yield* applyAnswer(row.refund_id, outcome.value)
             return outcome.value
           }
-          return applied(yield* settle(row.refund_id, outcome.value))
+          return applied(yield* applyAnswer(row.refund_id, outcome.value))
         }
         // Unknown: read it, under a new id for the case that it was made at the provider.
         const newId = Ids.RefundId.make(yield* random.uuidV4())
@@ -532,15 +399,15 @@ export class LiveRefunds extends Context.Service<
         if (outcome.kassaMade) {
           // Kassa's own refund whose create call has not been answered yet: settled as its answer would be.
           const ours = yield* rows.ofLink(outcome.refund.refund_id, input.linkId)
-          return ours ? applied(yield* settle(outcome.refund.refund_id, outcome)) : nothing
+          return ours ? applied(yield* applyAnswer(outcome.refund.refund_id, outcome)) : nothing
         }
-        // What Stripe says now places it; the event's hint only when the refund does not say.
-        const paymentIntentId = outcome.paymentIntentId ?? input.paymentIntentId
-        if (paymentIntentId === null) return nothing
-        return applied(yield* recordForeign(input.linkId, paymentIntentId, outcome))
+        // What the provider says now places it; the event's hint only when the refund does not say.
+        const providerPaymentId = outcome.providerPaymentId ?? input.providerPaymentId
+        if (providerPaymentId === null) return nothing
+        return applied(yield* recordForeign(input.linkId, providerPaymentId, outcome))
       })
 
-      const settleDue = Effect.fn("LiveRefunds.settleDue")(function* (
+      const refreshDue = Effect.fn("LiveRefunds.refreshDue")(function* (
         options: { readonly now?: DateTime.Utc | undefined; readonly limit?: number | undefined } = {}
       ) {
         const now = options.now ?? (yield* DateTime.now)
@@ -551,13 +418,13 @@ export class LiveRefunds extends Context.Service<
         return claimed.length
       })
 
-      yield* settleDue().pipe(
+      yield* refreshDue().pipe(
         Effect.catchCause((cause) => Effect.logError("Live refund round failed", cause)),
         Effect.repeat(Schedule.spaced(interval)),
         Effect.forkScoped
       )
 
-      return LiveRefunds.of({ request, refresh, applyProviderRefund, settleDue: (options) => settleDue(options) })
+      return LiveRefunds.of({ request, refresh, applyProviderRefund, refreshDue: (options) => refreshDue(options) })
     })
   )
 }

@@ -5,23 +5,23 @@
  *
  * Every 30 s one round claims the due checkouts (`FOR UPDATE SKIP LOCKED`, each leased for a minute so that other
  * processes leave it alone while it is read), reads each from the provider outside any transaction, and applies the
- * answer like an event's (`Payments.applyCheckoutAnswer`, which sets the next read). A provider that does not answer
+ * answer like an event's (`ProviderAnswers.applyCheckoutAnswer`, which sets the next read). A provider that does not answer
  * leaves the lease in place: the checkout is read again when it runs out. A failed round is logged; the next runs.
  *
  * The same round expires live payments past `expires_at` at the provider first ("Expiry and cancel ask Stripe
- * first"): the session is expired there and the answer applied (`Payments.applyExpiryAnswer`); no answer leaves the
+ * first"): the checkout is closed there and the answer applied (`ProviderAnswers.applyExpiryAnswer`); no answer leaves the
  * payment pending and the expiry is tried again within a minute.
  *
  * And it cleans up creates: one the provider did not answer (its exact request sent again under the same key, the
- * session it returns expired), and one whose process died between the provider call and the commit (a checkout still
+ * checkout it returns closed), and one whose process died between the provider call and the commit (a checkout still
  * `opening` after {@link openingStaleAfter}: found by a read, expired if open, the payment failed — or adopted when
- * money moved — by `Payments.settleUnopened`).
+ * money moved — by `ProviderAnswers.resolveUnopened`).
  */
 import { Context, DateTime, Duration, Effect, Layer, Option, Schedule } from "effect"
-import { Payments } from "../payments/Payments.ts"
+import { type FoundCheckout, ProviderConnector } from "../providers/ProviderConnector.ts"
+import { ProviderLinks } from "../providers/ProviderLinks.ts"
 import { type LiveCheckout, LiveCheckouts } from "./LiveCheckouts.ts"
-import { type FoundCheckout, ProviderConnector } from "./ProviderConnector.ts"
-import { ProviderLinks } from "./ProviderLinks.ts"
+import { ProviderAnswers } from "./ProviderAnswers.ts"
 
 /** Time between two rounds: a due read waits at most this long past its time. */
 export const interval: Duration.Duration = Duration.seconds(30)
@@ -32,7 +32,7 @@ export const lease: Duration.Duration = Duration.minutes(1)
  * call's 10 s and the 60 s after which a merchant's retry may finish it itself (decisions §4), with a margin.
  */
 export const openingStaleAfter: Duration.Duration = Duration.minutes(2)
-/** Stripe's and Kassa's clocks: a session's `created` may differ from the row's by this much. */
+/** The provider's and Kassa's clocks: a checkout's creation time may differ from the row's by this much. */
 const clockMargin = Duration.minutes(1)
 
 /**
@@ -69,7 +69,7 @@ export class ProviderReconciler extends Context.Service<
     /** One round, now: how many checkouts were read. */
     readonly reconcile: Effect.Effect<number>
   }
->()("@kassa/server/providers/ProviderReconciler") {
+>()("@kassa/server/live/ProviderReconciler") {
   /** The service and its background fiber, which lives as long as the layer. */
   static readonly layer = Layer.effect(
     ProviderReconciler,
@@ -77,7 +77,7 @@ export class ProviderReconciler extends Context.Service<
       const checkouts = yield* LiveCheckouts
       const links = yield* ProviderLinks
       const connector = yield* ProviderConnector
-      const payments = yield* Payments
+      const answers = yield* ProviderAnswers
 
       const refusedLog = (message: string, paymentId: string, providerMessage: string) =>
         Effect.logWarning(message).pipe(
@@ -110,7 +110,7 @@ export class ProviderReconciler extends Context.Service<
             continue
           }
           // Nobody was ever sent to it (its address was never stored), but nobody must be able to pay it either.
-          const closed = yield* connector.close(access, found.sessionId).pipe(Effect.result)
+          const closed = yield* connector.close(access, found.checkoutId).pipe(Effect.result)
           if (closed._tag === "Failure") {
             return yield* refusedLog(
               "The provider refused to expire a checkout",
@@ -119,7 +119,7 @@ export class ProviderReconciler extends Context.Service<
             )
           }
           if (closed.success._tag === "NoAnswer") return
-          readings.push({ sessionId: found.sessionId, reading: closed.success })
+          readings.push({ checkoutId: found.checkoutId, reading: closed.success })
         }
         // Money that moved decides; otherwise there is nothing to adopt.
         const decisive =
@@ -127,7 +127,7 @@ export class ProviderReconciler extends Context.Service<
           readings.find((found) => found.reading.state._tag === "Unpaid") ??
           readings[0] ??
           null
-        yield* payments.settleUnopened({ paymentId: checkout.paymentId, found: decisive })
+        yield* answers.resolveUnopened({ paymentId: checkout.paymentId, found: decisive })
       })
 
       const reconcile = Effect.gen(function* () {
@@ -137,38 +137,38 @@ export class ProviderReconciler extends Context.Service<
           (checkout) =>
             Effect.gen(function* () {
               const link = yield* links.find(checkout.linkId)
-              if (Option.isNone(link) || checkout.sessionId === null) return
-              const reading = yield* connector.read(links.access(link.value), checkout.sessionId).pipe(Effect.result)
+              if (Option.isNone(link) || checkout.checkoutId === null) return
+              const reading = yield* connector.read(links.access(link.value), checkout.checkoutId).pipe(Effect.result)
               if (reading._tag === "Failure") {
                 return yield* Effect.logWarning("The provider refused to read a checkout").pipe(
                   Effect.annotateLogs({ payment_id: checkout.paymentId, provider_message: reading.failure.message })
                 )
               }
               if (reading.success._tag === "NoAnswer") return
-              yield* payments.applyCheckoutAnswer({ paymentId: checkout.paymentId, reading: reading.success })
+              yield* answers.applyCheckoutAnswer({ paymentId: checkout.paymentId, reading: reading.success })
             }),
           { concurrency: 4, discard: true }
         )
-        // Expiry asks the provider first (decisions §10): the session is expired there, and its answer decides.
+        // Expiry asks the provider first (decisions §10): the checkout is closed there, and its answer decides.
         const expiring = yield* checkouts.claimExpiring({ now: yield* DateTime.now, limit: 100, lease })
         yield* Effect.forEach(
           expiring,
           (checkout) =>
             Effect.gen(function* () {
               const link = yield* links.find(checkout.linkId)
-              if (Option.isNone(link) || checkout.sessionId === null) return
-              const closed = yield* connector.close(links.access(link.value), checkout.sessionId).pipe(Effect.result)
+              if (Option.isNone(link) || checkout.checkoutId === null) return
+              const closed = yield* connector.close(links.access(link.value), checkout.checkoutId).pipe(Effect.result)
               if (closed._tag === "Failure") {
                 return yield* Effect.logWarning("The provider refused to expire a checkout").pipe(
                   Effect.annotateLogs({ payment_id: checkout.paymentId, provider_message: closed.failure.message })
                 )
               }
-              yield* payments.applyExpiryAnswer({ paymentId: checkout.paymentId, reading: closed.success })
+              yield* answers.applyExpiryAnswer({ paymentId: checkout.paymentId, reading: closed.success })
             }),
           { concurrency: 4, discard: true }
         )
-        // A create Stripe did not answer may still have made a session: the same request under the same
-        // Idempotency-Key gets it (or makes it), and it is expired at once, so nobody can pay a failed payment.
+        // A create the provider did not answer may still have made a checkout: the same request under the same
+        // Idempotency-Key gets it (or makes it), and it is closed at once, so nobody can pay a failed payment.
         const failedCreates = yield* checkouts.claimCleanup({ now: yield* DateTime.now, limit: 100, lease })
         yield* Effect.forEach(
           failedCreates,
@@ -181,7 +181,7 @@ export class ProviderReconciler extends Context.Service<
               const access = links.access(link.value)
               const opened = yield* connector.open(access, request).pipe(Effect.result)
               if (opened._tag === "Failure") {
-                // Refused (e.g. the window of expires_at has passed and no session was made then): nothing to close.
+                // Refused (e.g. the window of expires_at has passed and no checkout was made then): nothing to close.
                 return yield* checkouts.cleanedUp(
                   checkout.paymentId,
                   { _tag: "Refused", message: opened.failure.message },
@@ -189,11 +189,11 @@ export class ProviderReconciler extends Context.Service<
                 )
               }
               if (opened.success._tag === "NoAnswer") return
-              const closed = yield* connector.close(access, opened.success.sessionId).pipe(Effect.result)
+              const closed = yield* connector.close(access, opened.success.checkoutId).pipe(Effect.result)
               if (closed._tag === "Success" && closed.success._tag === "NoAnswer") return
               yield* checkouts.cleanedUp(
                 checkout.paymentId,
-                { _tag: "Expired", sessionId: opened.success.sessionId },
+                { _tag: "Expired", checkoutId: opened.success.checkoutId },
                 yield* DateTime.now
               )
             }),

@@ -1,10 +1,10 @@
 /**
- * Every call through the payment provider boundary, observed from outside it (the providers themselves stay free
- * of metrics code): a span `PaymentProvider.<operation>` and `kassa_provider_calls_total` /
- * `kassa_provider_call_duration_seconds` by operation and outcome (the provider's answer, or `error`/`interrupted`).
+ * A call to a payment provider, observed from outside it (the providers themselves stay free of metrics code): a
+ * span `PaymentProvider.<operation>` and `kassa_provider_calls_total` / `kassa_provider_call_duration_seconds` by
+ * operation and outcome (the provider's answer, or `error`/`interrupted`). Used by the test-mode simulator
+ * (payments/Simulator.ts).
  */
-import { Effect, Exit, Layer } from "effect"
-import { PaymentProvider } from "../payments/PaymentProvider.ts"
+import { Effect, Exit } from "effect"
 import * as Metrics from "./Metrics.ts"
 
 /** Runs one provider call under its span and counts it. */
@@ -26,19 +26,3 @@ export const observe = <A, E, R>(
       Effect.withSpan(`PaymentProvider.${operation}`, { kind: "client" })
     )
   })
-
-/** The given provider boundary, with every operation observed. */
-export const observed = (provider: Layer.Layer<PaymentProvider>): Layer.Layer<PaymentProvider> =>
-  Layer.effect(
-    PaymentProvider,
-    Effect.gen(function* () {
-      const inner = yield* PaymentProvider
-      return PaymentProvider.of({
-        ...inner,
-        open: (request) =>
-          observe("open", inner.open(request), (answer) => answer).pipe(
-            Effect.annotateSpans({ "kassa.mode": request.mode })
-          )
-      })
-    })
-  ).pipe(Layer.provide(provider))

@@ -25,7 +25,7 @@ import {
 import { AuditLog, nameApplication } from "../audit/AuditLog.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
-import { LiveRefunds } from "../providers/LiveRefunds.ts"
+import { LiveRefunds } from "../live/LiveRefunds.ts"
 import {
   type EndpointRefused,
   type LinkRefused,
@@ -378,7 +378,7 @@ export const ProviderAccountsHandlers = HttpApiBuilder.group(
   })
 )
 
-const PaymentsHandlers = HttpApiBuilder.group(
+const OperatorPaymentsHandlers = HttpApiBuilder.group(
   OperatorApi.OperatorApi,
   "operatorPayments",
   Effect.fn(function* (handlers) {
@@ -439,7 +439,7 @@ export const layer = HttpApiBuilder.layer(OperatorApi.OperatorApi, {
     DeliveriesHandlers,
     UsersHandlers,
     ProviderAccountsHandlers,
-    PaymentsHandlers
+    OperatorPaymentsHandlers
   ]),
   Layer.provide([AdminAuthentication.layer, InvalidRequest.layer])
 )

@@ -6,7 +6,7 @@
  * Idempotency keys past their 24 hours are Retention's (retention/Retention.ts, in batches): one deleter per table.
  */
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
-import { Payments } from "./Payments.ts"
+import { PaymentWrites } from "../ledger/PaymentWrites.ts"
 
 /** Time between two rounds; as every read expires what it shows, no payment is seen pending past `expires_at`. */
 export const interval: Duration.Duration = Duration.seconds(10)
@@ -26,9 +26,9 @@ export class ExpirySweeper extends Context.Service<
   static readonly layer = Layer.effect(
     ExpirySweeper,
     Effect.gen(function* () {
-      const payments = yield* Payments
+      const writes = yield* PaymentWrites
 
-      const sweep = Effect.map(payments.expireDue(), (expired) => ({ expired })).pipe(
+      const sweep = Effect.map(writes.expireDue(), (expired) => ({ expired })).pipe(
         Effect.withSpan("ExpirySweeper.sweep")
       )
 

@@ -1,22 +1,16 @@
 /**
- * Everything payments need, as one layer: the service, its repository, the event outbox, idempotency keys, live
- * checkouts, the expiry sweeper and the provider reconciler (whose fibers live as long as the layer). Needs the
- * database (`SqlClient`, `PgClient`), `ApplicationRepository`, `ServerConfig`, `SecureRandom`, the provider links
- * and connector, and the provider boundary (`PaymentProvider`), which the
- * server provides so that tests can put a recording provider in its place.
+ * The merchant's payment operations as one layer: the API's operations, the hosted checkout's and the expiry
+ * sweeper (whose fiber lives as long as the layer), over the given test-mode simulator (observed like a provider
+ * call), which the server provides so that tests can put a recording one in its place. Needs the ledger and live
+ * layers, `ApplicationRepository`, `ServerConfig` and `SecureRandom`.
  */
 import { Layer } from "effect"
-import { LiveCheckouts } from "../providers/LiveCheckouts.ts"
-import { ProviderReconciler } from "../providers/ProviderReconciler.ts"
-import { EventOutbox } from "./EventOutbox.ts"
 import { ExpirySweeper } from "./ExpirySweeper.ts"
-import { IdempotencyStore } from "./IdempotencyStore.ts"
-import { PaymentRepository } from "./PaymentRepository.ts"
-import { Payments } from "./Payments.ts"
+import { HostedCheckout } from "./HostedCheckout.ts"
+import { MerchantPayments } from "./MerchantPayments.ts"
+import { Simulator } from "./Simulator.ts"
 
-export const layer = Layer.mergeAll(ExpirySweeper.layer, ProviderReconciler.layer).pipe(
-  Layer.provideMerge(Payments.layer),
-  Layer.provideMerge(
-    Layer.mergeAll(PaymentRepository.layer, EventOutbox.layer, IdempotencyStore.layer, LiveCheckouts.layer)
+export const layerWith = (simulator: Layer.Layer<Simulator>) =>
+  Layer.mergeAll(MerchantPayments.layer, HostedCheckout.layer, ExpirySweeper.layer).pipe(
+    Layer.provide(Simulator.observed(simulator))
   )
-)

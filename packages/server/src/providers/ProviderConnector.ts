@@ -3,6 +3,10 @@
  * provider-neutral vocabulary (`ProviderSettlement`). Stripe is the first implementation (StripeConnector); a second
  * provider (Mollie) is one more layer of this service.
  *
+ * Its words are Kassa's, whichever provider answers: a checkout (`checkoutId`), the provider's payment behind it
+ * (`providerPaymentId`), a refund at the provider (`providerRefundId`). A provider's own words (its object names, id
+ * prefixes and event types) stay in its connector module (test/ProviderVocabulary.test.ts).
+ *
  * Three outcomes, never mixed up:
  * - an answer (a checkout, a refund, an account…);
  * - `NoAnswer` (timeout, 5xx, 429, connection refused): money may have moved, so the caller keeps its state and asks
@@ -10,17 +14,18 @@
  * - `ProviderRefused` (4xx): the provider read the request and said no; `field` names the part of Kassa's input it
  *   refused (`secret_key` for a key it does not accept).
  */
-import type { Ids, ProviderSettlement } from "@kassa/core"
-import { Context, type DateTime, type Effect, type Redacted, Schema } from "effect"
+import { Ids, type ProviderSettlement } from "@kassa/core"
+import { Context, type DateTime, type Duration, type Effect, type Redacted, Schema } from "effect"
 
 export const ProviderName = Schema.Literals(["stripe"])
 export type ProviderName = typeof ProviderName.Type
 
+/** How pages name a provider (a link's `provider`, as operators read it). */
+export const providerTitles: Readonly<Record<ProviderName, string>> = { stripe: "Stripe" }
+
 /** A provider link's id (`provider_links.id`): it is in the webhook URL the provider posts to. */
-export const ProviderLinkId = Schema.String.check(
-  Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, { expected: "a lower-case UUID" })
-).pipe(Schema.brand("ProviderLinkId"))
-export type ProviderLinkId = typeof ProviderLinkId.Type
+export const ProviderLinkId = Ids.ProviderLinkId
+export type ProviderLinkId = Ids.ProviderLinkId
 
 /** The provider did not answer (its own outcome; see the module comment). */
 export type NoAnswer = Extract<ProviderSettlement.ProviderAnswer, { readonly _tag: "NoAnswer" }>
@@ -87,7 +92,8 @@ export interface OpenRequest {
 
 export interface OpenedCheckout {
   readonly _tag: "Opened"
-  readonly sessionId: string
+  /** The provider's id of the checkout (Stripe: its Checkout Session). */
+  readonly checkoutId: string
   readonly url: string
   readonly expiresAt: DateTime.Utc
 }
@@ -96,18 +102,19 @@ export interface OpenedCheckout {
 export interface CheckoutReading {
   readonly _tag: "Checkout"
   readonly state: ProviderSettlement.CheckoutState
-  readonly paymentIntentId: string | null
+  /** The provider's payment behind the checkout (Stripe: its PaymentIntent), once there is one. */
+  readonly providerPaymentId: string | null
 }
 
 /** A checkout found at the provider by the payment it was opened for (the clean-up of creates that died). */
 export interface FoundCheckout {
-  readonly sessionId: string
+  readonly checkoutId: string
   readonly reading: CheckoutReading
 }
 
 export interface RefundRequest {
   readonly refundId: Ids.RefundId
-  readonly paymentIntentId: string
+  readonly providerPaymentId: string
   readonly amount: number
 }
 
@@ -118,19 +125,20 @@ export interface RefundReading {
   /** Whether the provider's refund carried Kassa's id (false: made in the provider's own dashboard). */
   readonly kassaMade: boolean
   /** The provider's payment the refund returns money of: places a refund made in the provider's dashboard. */
-  readonly paymentIntentId: string | null
+  readonly providerPaymentId: string | null
 }
 
 /** What a verified provider event is about: a hint; Kassa reads the object again before applying anything. */
 export type EventSubject =
   | {
       readonly _tag: "Checkout"
-      readonly sessionId: string
-      /** Kassa's payment id the checkout was opened for (its `client_reference_id`), when it carries one. */
+      readonly checkoutId: string
+      /** Kassa's payment id the checkout was opened for, when the event carries one. */
       readonly paymentId: string | null
     }
   | { readonly _tag: "Refund"; readonly providerRefundId: string }
-  | { readonly _tag: "Charge"; readonly paymentIntentId: string | null }
+  /** A provider payment's refunds changed; the event names the payment, not the refunds (they are listed). */
+  | { readonly _tag: "RefundsChanged"; readonly providerPaymentId: string | null }
   | { readonly _tag: "Other" }
 
 export interface ProviderEvent {
@@ -144,11 +152,16 @@ export class ProviderConnector extends Context.Service<
   ProviderConnector,
   {
     readonly provider: ProviderName
-    /** Which account the key opens (`GET /v1/account`). */
+    /**
+     * How far ahead of its creation a checkout may expire at this provider: Kassa clamps a payment's `expires_at`
+     * into it before opening one.
+     */
+    readonly checkoutWindow: { readonly min: Duration.Duration; readonly max: Duration.Duration }
+    /** Which account the key opens. */
     readonly verifyLink: (
       secretKey: Redacted.Redacted<string>
     ) => Effect.Effect<VerifiedAccount | NoAnswer, ProviderRefused>
-    /** Creates the endpoint the provider posts events to, subscribed to §10's events. */
+    /** Creates the endpoint the provider posts events to, subscribed to the events the connector reads. */
     readonly registerWebhook: (
       link: LinkAccess,
       url: string
@@ -159,7 +172,7 @@ export class ProviderConnector extends Context.Service<
       endpointId: string
     ) => Effect.Effect<{ readonly _tag: "Retired" } | NoAnswer, ProviderRefused>
     readonly open: (link: LinkAccess, request: OpenRequest) => Effect.Effect<OpenedCheckout | NoAnswer, ProviderRefused>
-    readonly read: (link: LinkAccess, sessionId: string) => Effect.Effect<CheckoutReading | NoAnswer, ProviderRefused>
+    readonly read: (link: LinkAccess, checkoutId: string) => Effect.Effect<CheckoutReading | NoAnswer, ProviderRefused>
     /**
      * The checkouts the provider has for a payment, opened between `from` and `to` (a read: nothing is created), for
      * a create whose answer Kassa never stored.
@@ -173,7 +186,7 @@ export class ProviderConnector extends Context.Service<
       ProviderRefused
     >
     /** Expires an open checkout; one no longer open is read instead, so the answer is what the provider says now. */
-    readonly close: (link: LinkAccess, sessionId: string) => Effect.Effect<CheckoutReading | NoAnswer, ProviderRefused>
+    readonly close: (link: LinkAccess, checkoutId: string) => Effect.Effect<CheckoutReading | NoAnswer, ProviderRefused>
     readonly refund: (
       link: LinkAccess,
       request: RefundRequest
@@ -183,10 +196,10 @@ export class ProviderConnector extends Context.Service<
       providerRefundId: string,
       unknownAs: Ids.RefundId
     ) => Effect.Effect<RefundReading | NoAnswer, ProviderRefused>
-    /** The refunds of a provider payment (a `charge.refunded` event names the payment, not its refunds). */
+    /** The refunds of a provider payment (a `RefundsChanged` event names the payment, not its refunds). */
     readonly listRefunds: (
       link: LinkAccess,
-      paymentIntentId: string
+      providerPaymentId: string
     ) => Effect.Effect<{ readonly _tag: "Refunds"; readonly ids: ReadonlyArray<string> } | NoAnswer, ProviderRefused>
     /** Verifies an event's signature against the link's endpoint secret and says what it is about. */
     readonly parseEvent: (
@@ -196,15 +209,3 @@ export class ProviderConnector extends Context.Service<
     ) => Effect.Effect<ProviderEvent, EventRejected>
   }
 >()("@kassa/server/providers/ProviderConnector") {}
-
-/** The events a link's endpoint subscribes to (decisions §10). */
-export const subscribedEvents = [
-  "checkout.session.completed",
-  "checkout.session.async_payment_succeeded",
-  "checkout.session.async_payment_failed",
-  "checkout.session.expired",
-  "charge.refunded",
-  "refund.created",
-  "refund.updated",
-  "refund.failed"
-] as const

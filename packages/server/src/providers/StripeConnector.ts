@@ -26,8 +26,7 @@ import {
   noAnswer,
   ProviderConnector,
   ProviderRefused,
-  type RefundReading,
-  subscribedEvents
+  type RefundReading
 } from "./ProviderConnector.ts"
 
 /** The API version stripe 23.1.0 ships with (`stripe/esm/apiVersion.js`): requests and endpoints are pinned to it. */
@@ -35,6 +34,28 @@ export const apiVersion = "2026-10-28.endive" as const
 
 /** Stripe's signature tolerance (decisions §10): an event signed longer ago is refused. */
 export const signatureToleranceSeconds = 300
+
+/** The events a link's endpoint subscribes to (decisions §10). */
+export const subscribedEvents = [
+  "checkout.session.completed",
+  "checkout.session.async_payment_succeeded",
+  "checkout.session.async_payment_failed",
+  "checkout.session.expired",
+  "charge.refunded",
+  "refund.created",
+  "refund.updated",
+  "refund.failed"
+] as const
+
+/**
+ * A Checkout Session expires 30 minutes to 24 hours after its creation
+ * (https://docs.stripe.com/api/checkout/sessions/create#create_checkout_session-expires_at); a minute's margin each
+ * side covers the call's transit.
+ */
+const checkoutWindow = {
+  min: Duration.minutes(31),
+  max: Duration.subtract(Duration.hours(24), Duration.minutes(1))
+}
 
 /** Stripe Checkout's locales (https://docs.stripe.com/api/checkout/sessions/create#create_checkout_session-locale). */
 const checkoutLocales = new Set(
@@ -81,11 +102,11 @@ const fromUnix = (seconds: number) => DateTime.makeUnsafe(seconds * 1000)
 /** A checkout as Stripe shows it now, in the core's vocabulary (decisions §10's table). */
 export const checkoutReading = (session: Stripe.Checkout.Session): CheckoutReading => {
   const intent = session.payment_intent
-  const paymentIntentId = typeof intent === "string" ? intent : (intent?.id ?? null)
+  const providerPaymentId = typeof intent === "string" ? intent : (intent?.id ?? null)
   const reading = (state: ProviderSettlement.CheckoutState): CheckoutReading => ({
     _tag: "Checkout",
     state,
-    paymentIntentId
+    providerPaymentId
   })
   switch (session.status) {
     case "complete": {
@@ -127,7 +148,7 @@ export const refundReading = (refund: Stripe.Refund, unknownAs: Ids.RefundId): R
   return {
     _tag: "Refund",
     kassaMade: kassaId !== null,
-    paymentIntentId: idOf(refund.payment_intent),
+    providerPaymentId: idOf(refund.payment_intent),
     refund: {
       refund_id: kassaId ?? unknownAs,
       provider_refund_id: refund.id,
@@ -148,7 +169,7 @@ export const eventSubject = (event: Stripe.Event): EventSubject => {
     case "checkout.session.expired":
       return {
         _tag: "Checkout",
-        sessionId: object.id,
+        checkoutId: object.id,
         paymentId: typeof object.client_reference_id === "string" ? object.client_reference_id : null
       }
     case "refund.created":
@@ -159,7 +180,7 @@ export const eventSubject = (event: Stripe.Event): EventSubject => {
       // A Charge has carried no `refunds` list since API version 2022-11-15 (https://docs.stripe.com/upgrades#2022-11-15):
       // its refunds are listed by payment intent ({@link ProviderConnector.listRefunds}).
       const charge = object as unknown as Stripe.Charge
-      return { _tag: "Charge", paymentIntentId: idOf(charge.payment_intent) }
+      return { _tag: "RefundsChanged", providerPaymentId: idOf(charge.payment_intent) }
     }
     default:
       return { _tag: "Other" }
@@ -267,16 +288,17 @@ export const layer = Layer.effect(
     const withLink = <A, B>(link: LinkAccess, run: (client: Stripe) => Promise<A>, onAnswer: (answer: A) => B) =>
       Effect.flatMap(clientFor(link), (client) => call(client, run, onAnswer))
 
-    const read = Effect.fn("StripeConnector.read")(function* (link: LinkAccess, sessionId: string) {
+    const read = Effect.fn("StripeConnector.read")(function* (link: LinkAccess, checkoutId: string) {
       return yield* withLink(
         link,
-        (stripe) => stripe.checkout.sessions.retrieve(sessionId, { expand: ["payment_intent"] }),
+        (stripe) => stripe.checkout.sessions.retrieve(checkoutId, { expand: ["payment_intent"] }),
         checkoutReading
       )
     })
 
     return ProviderConnector.of({
       provider: "stripe",
+      checkoutWindow,
       verifyLink: Effect.fn("StripeConnector.verifyLink")(function* (secretKey) {
         const client = makeClient(secretKey)
         return yield* call(
@@ -357,7 +379,7 @@ export const layer = Layer.effect(
           (stripe) => stripe.checkout.sessions.create(params, { idempotencyKey: request.idempotencyKey }),
           (session) => ({
             _tag: "Opened" as const,
-            sessionId: session.id,
+            checkoutId: session.id,
             url: session.url ?? "",
             expiresAt: fromUnix(session.expires_at)
           })
@@ -399,17 +421,17 @@ export const layer = Layer.effect(
           },
           (sessions) => ({
             _tag: "Found" as const,
-            checkouts: sessions.map((session) => ({ sessionId: session.id, reading: checkoutReading(session) }))
+            checkouts: sessions.map((session) => ({ checkoutId: session.id, reading: checkoutReading(session) }))
           })
         )
       }),
-      listRefunds: Effect.fn("StripeConnector.listRefunds")(function* (link, paymentIntentId) {
+      listRefunds: Effect.fn("StripeConnector.listRefunds")(function* (link, providerPaymentId) {
         return yield* withLink(
           link,
           async (stripe) => {
             const ids: Array<string> = []
             // A payment has few refunds; Stripe caps them anyway by the amount. Pages of 100, newest first.
-            for await (const refund of stripe.refunds.list({ payment_intent: paymentIntentId, limit: 100 })) {
+            for await (const refund of stripe.refunds.list({ payment_intent: providerPaymentId, limit: 100 })) {
               ids.push(refund.id)
               if (ids.length >= 1000) break
             }
@@ -418,14 +440,14 @@ export const layer = Layer.effect(
           (ids) => ({ _tag: "Refunds" as const, ids })
         )
       }),
-      close: Effect.fn("StripeConnector.close")(function* (link, sessionId) {
+      close: Effect.fn("StripeConnector.close")(function* (link, checkoutId) {
         const expired = yield* withLink(
           link,
           (stripe) =>
             stripe.checkout.sessions.expire(
-              sessionId,
+              checkoutId,
               { expand: ["payment_intent"] },
-              { idempotencyKey: `kassa-expire-${sessionId}` }
+              { idempotencyKey: `kassa-expire-${checkoutId}` }
             ),
           checkoutReading
         ).pipe(
@@ -433,7 +455,7 @@ export const layer = Layer.effect(
           // applies what Stripe says now (decisions §10, "Expiry and cancel ask Stripe first").
           Effect.catchIf(
             (refused) => refused.status === 400 && refused.field !== "secret_key",
-            () => read(link, sessionId)
+            () => read(link, checkoutId)
           )
         )
         return expired
@@ -444,7 +466,7 @@ export const layer = Layer.effect(
           (stripe) =>
             stripe.refunds.create(
               {
-                payment_intent: request.paymentIntentId,
+                payment_intent: request.providerPaymentId,
                 amount: request.amount,
                 metadata: { kassa_refund_id: request.refundId }
               },

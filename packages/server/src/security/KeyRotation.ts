@@ -9,7 +9,6 @@ import { Ids } from "@kassa/core"
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
-import { ProviderLinkId } from "../providers/ProviderConnector.ts"
 import * as SecretBox from "./SecretBox.ts"
 import { ServerSecrets } from "./ServerSecrets.ts"
 
@@ -32,7 +31,7 @@ const sealedTables: ReadonlyArray<SealedTable> = [
   },
   {
     table: "provider_links",
-    Id: ProviderLinkId,
+    Id: Ids.ProviderLinkId,
     Sealed: Schema.Struct({ secret_key_encrypted: Schema.String, webhook_secret_encrypted: Schema.String })
   }
 ]

@@ -23,8 +23,6 @@ export interface Session {
   readonly csrf: string
 }
 
-const toDate = (value: DateTime.Utc) => new Date(DateTime.toEpochMillis(value))
-
 /** A live session's user, with when the session was last seen. */
 const SessionRow = Schema.Struct({ ...UserRow.fields, session_last_seen_at: Columns.Timestamp })
 
@@ -73,7 +71,7 @@ export class SessionStore extends Context.Service<
         const { session_last_seen_at: lastSeenAt, ...user } = found.value
         // One write a minute at most keeps the idle clock without a write per page view.
         if (DateTime.toEpochMillis(now) - DateTime.toEpochMillis(lastSeenAt) > 60_000) {
-          yield* sql`UPDATE sessions SET last_seen_at = ${toDate(now)} WHERE token_hash = ${tokenHash}`.pipe(
+          yield* sql`UPDATE sessions SET last_seen_at = ${Columns.toDate(now)} WHERE token_hash = ${tokenHash}`.pipe(
             Effect.orDie
           )
         }
@@ -86,8 +84,8 @@ export class SessionStore extends Context.Service<
           const now = yield* DateTime.now
           yield* sql`
             INSERT INTO sessions (token_hash, user_id, created_at, last_seen_at, expires_at, ip, user_agent)
-            VALUES (${hashToken(token)}, ${userId}, ${toDate(now)}, ${toDate(now)},
-              ${toDate(DateTime.addDuration(now, absoluteTimeout))}, ${client.ip}, ${client.userAgent?.slice(0, 512) ?? null})
+            VALUES (${hashToken(token)}, ${userId}, ${Columns.toDate(now)}, ${Columns.toDate(now)},
+              ${Columns.toDate(DateTime.addDuration(now, absoluteTimeout))}, ${client.ip}, ${client.userAgent?.slice(0, 512) ?? null})
           `.pipe(Effect.orDie)
           // Expired sessions are refused by `resolve` and pruned in batches by Retention, not here: a sign-in must not
           // delete however many expired since the last one.

@@ -92,8 +92,6 @@ type Check =
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding U+0000 is the point
 const unstorable = /[\u0000\p{Cs}]/u
 
-const toDate = (value: DateTime.Utc) => new Date(DateTime.toEpochMillis(value))
-
 /** A row of `users` as read (the retired lock-out columns are not). */
 export const UserRow = Schema.Struct({
   id: Ids.UserId,
@@ -198,7 +196,7 @@ export class UserRepository extends Context.Service<
       }) {
         const passwordHash = yield* PasswordHash.hash(input.password, cost)
         const id = UserId.make(globalThis.crypto.randomUUID())
-        const now = toDate(yield* DateTime.now)
+        const now = Columns.toDate(yield* DateTime.now)
         const row = yield* Columns.first(UserRow)(sql`
           INSERT INTO users (id, email, password_hash, operator_admin, created_at)
           VALUES (${id}, ${Credentials.normalizeEmail(input.email)}, ${passwordHash}, ${input.operatorAdmin}, ${now})
@@ -226,7 +224,7 @@ export class UserRepository extends Context.Service<
             return { _tag: "Wrong", userId: user.id } satisfies Check as Check
           // Signed in only if the account is still as it was checked: a deactivation or a new password that came
           // meanwhile holds.
-          const now = toDate(yield* DateTime.now)
+          const now = Columns.toDate(yield* DateTime.now)
           const updated = yield* sql`
             UPDATE users SET failed_logins = 0, locked_until = NULL, last_login_at = ${now}
             WHERE id = ${user.id} AND password_hash = ${user.passwordHash} AND deactivated_at IS NULL
@@ -322,7 +320,7 @@ export class UserRepository extends Context.Service<
         list,
         signIn,
         update: Effect.fn("UserRepository.update")(function* (id: UserId, changes: UserChanges) {
-          const now = toDate(yield* DateTime.now)
+          const now = Columns.toDate(yield* DateTime.now)
           const columns: Record<string, unknown> = {}
           if (changes.password !== undefined) {
             columns.password_hash = yield* PasswordHash.hash(changes.password, cost)
@@ -391,7 +389,7 @@ export class UserRepository extends Context.Service<
             Effect.flatMap(
               (now) => sql`
                 INSERT INTO memberships (user_id, application_id, role, created_at)
-                VALUES (${id}, ${applicationId}, ${role}, ${toDate(now)})
+                VALUES (${id}, ${applicationId}, ${role}, ${Columns.toDate(now)})
                 ON CONFLICT (user_id, application_id) DO UPDATE SET role = EXCLUDED.role
               `
             ),

@@ -134,7 +134,6 @@ export interface StoredDelivery {
   readonly body: string
 }
 
-const toDate = (time: DateTime.Utc) => DateTime.toDateUtc(time)
 const iso = (time: DateTime.Utc | null) => (time === null ? null : DateTime.formatIso(time))
 
 /** A row of `delivery_attempts`, as a column set or inside `json_agg` (timestamps as text there). */
@@ -243,7 +242,7 @@ export class DeliveryRepository extends Context.Service<
       }
 
       const claim = Effect.fn("DeliveryRepository.claim")(function* (options: ClaimOptions) {
-        const now = toDate(options.now)
+        const now = Columns.toDate(options.now)
         const lane =
           options.lane === "first"
             ? sql`AND d.attempt_count = 0`
@@ -268,7 +267,7 @@ export class DeliveryRepository extends Context.Service<
             FOR UPDATE OF d SKIP LOCKED
           )
           UPDATE deliveries d
-          SET lease_until = ${toDate(options.leaseUntil)}, lease_owner = ${options.owner}, claim_token = ${token}
+          SET lease_until = ${Columns.toDate(options.leaseUntil)}, lease_owner = ${options.owner}, claim_token = ${token}
           FROM due, events e
           WHERE d.id = due.id AND e.id = d.event_id
           RETURNING d.id, d.application_id, d.attempt_count, d.first_attempt_at, e.id AS event_id, e.event, e.body
@@ -380,7 +379,7 @@ export class DeliveryRepository extends Context.Service<
               if (succeeded) {
                 yield* sql`
                   UPDATE deliveries SET status = 'succeeded', next_attempt_at = NULL,
-                    updated_at = ${toDate(attempt.startedAt)}
+                    updated_at = ${Columns.toDate(attempt.startedAt)}
                   WHERE id = ${id} AND status <> 'succeeded'
                 `
               }
@@ -435,7 +434,7 @@ export class DeliveryRepository extends Context.Service<
             SELECT created_at, id FROM deliveries WHERE id = ${query.startingAfter} AND application_id = ${applicationId}
           `)
           if (Option.isNone(after)) return Option.none<DeliveryPage>()
-          cursor = sql`AND (d.created_at, d.id) < (${toDate(after.value.created_at)}, ${after.value.id}::uuid)`
+          cursor = sql`AND (d.created_at, d.id) < (${Columns.toDate(after.value.created_at)}, ${after.value.id}::uuid)`
         }
         const filters = [
           query.status === undefined ? sql`` : sql`AND d.status = ${query.status}`,

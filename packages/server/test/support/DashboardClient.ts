@@ -4,6 +4,7 @@
  * Browser behaviour itself (keyboard, rendering) is tested in Chromium (DashboardBrowser.test.ts).
  */
 import { expect } from "vitest"
+import { operatorRequest } from "./OperatorRequests.ts"
 import type { RunningServer } from "./TestServer.ts"
 
 export interface DashboardUser {
@@ -26,17 +27,15 @@ export const createUser = async (
   counter += 1
   const email = options.email ?? `user-${counter}-${crypto.randomUUID().slice(0, 8)}@shop.example`
   const password = `correct horse battery ${counter}`
-  const created = await server.request("/admin/api/v1/users", {
+  const created = await operatorRequest(server, "/users", {
     method: "POST",
-    key: server.adminToken,
     body: { email, password, operator_admin: options.operatorAdmin ?? false }
   })
   expect(created.status, created.text).toBe(201)
   const id = (created.body as { id: string }).id
   for (const [applicationId, role] of options.roles ?? []) {
-    const granted = await server.request(`/admin/api/v1/users/${id}/memberships/${applicationId}`, {
+    const granted = await operatorRequest(server, `/users/${id}/memberships/${applicationId}`, {
       method: "PUT",
-      key: server.adminToken,
       body: { role }
     })
     expect(granted.status, granted.text).toBe(200)

@@ -3,6 +3,7 @@
  * Stripe through the operator API, as production does it.
  */
 import type { FakeStripe } from "./FakeStripe.ts"
+import { operatorRequest } from "./OperatorRequests.ts"
 import type { RunningServer, TestApplication } from "./TestServer.ts"
 
 export interface LinkedApplication extends TestApplication {
@@ -18,9 +19,8 @@ export const linkedApplication = async (
 ): Promise<LinkedApplication> => {
   const created = await server.createApplication(overrides)
   const account = fake.addAccount({ livemode: true })
-  const response = await server.request(`/admin/api/v1/applications/${created.application.id}/provider-account`, {
+  const response = await operatorRequest(server, `/applications/${created.application.id}/provider-account`, {
     method: "PUT",
-    key: server.adminToken,
     body: { provider: "stripe", secret_key: account.key }
   })
   if (response.status !== 200) throw new Error(`linking failed: ${response.status} ${response.text}`)

@@ -7,30 +7,14 @@
  */
 import { expect } from "vitest"
 import type { FakeStripe, JsonObject } from "./FakeStripe.ts"
+import { type LinkedApplication, linkedApplication } from "./LiveLink.ts"
 import { query } from "./PaymentFixtures.ts"
-import type { RunningServer, TestApplication } from "./TestServer.ts"
+import { annBuyer, annPayer, expr, insertPayment } from "./PaymentSeed.ts"
+import type { RunningServer } from "./TestServer.ts"
 
-export interface LinkedForRefunds extends TestApplication {
-  readonly linkId: string
-  readonly stripeKey: string
-}
-
-/** An application with a live Stripe account of the fake linked through the operator API. */
-export const linkedApplication = async (server: RunningServer, fake: FakeStripe): Promise<LinkedForRefunds> => {
-  const created = await server.createApplication()
-  const account = fake.addAccount({ livemode: true })
-  const linked = await server.request(`/admin/api/v1/applications/${created.application.id}/provider-account`, {
-    method: "PUT",
-    key: server.adminToken,
-    body: { provider: "stripe", secret_key: account.key }
-  })
-  expect(linked.status, linked.text).toBe(200)
-  const [row] = await query(
-    server,
-    (sql) => sql`SELECT id FROM provider_links WHERE application_id = ${created.application.id} AND status = 'active'`
-  )
-  return { ...created, linkId: String(row?.id), stripeKey: account.key }
-}
+/** An application with a live Stripe account of the fake linked through the operator API (LiveLink.ts). */
+export type LinkedForRefunds = LinkedApplication
+export { linkedApplication }
 
 /** A Checkout Session created at the fake Stripe with the account's key, then paid by the customer. */
 export const paidSession = async (fake: FakeStripe, key: string, amount = 1000) => {
@@ -61,23 +45,22 @@ export const paidLivePayment = async (
 ) => {
   const { sessionId, paymentIntentId } = await paidSession(fake, linked.stripeKey, amount)
   const id = crypto.randomUUID()
+  await insertPayment(server, {
+    id,
+    application_id: linked.application.id,
+    mode: "live",
+    status: "paid",
+    amount,
+    order_reference: `live-${id.slice(0, 8)}`,
+    description: "A live order",
+    customer: annBuyer,
+    payer: annPayer,
+    paid_at: expr("now()")
+  })
   await query(
     server,
     (sql) => sql`
-      INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-        order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
-        created_at, updated_at)
-      VALUES (${id}, ${linked.application.id}, 'live', 'paid', ${amount}, 0, 'EUR', 'card',
-        ${`live-${id.slice(0, 8)}`}, 'A live order',
-        ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null })}::jsonb,
-        ${JSON.stringify({ name: "Ann Buyer", email: "ann@buyer.example", phone: null, ip: "203.0.113.9", user_agent: "Test" })}::jsonb,
-        'en', NULL, '{}'::jsonb, now() + interval '1 hour', now(), now(), now())
-    `
-  )
-  await query(
-    server,
-    (sql) => sql`
-      INSERT INTO provider_payments (payment_id, link_id, state, session_id, payment_intent_id, idempotency_key,
+      INSERT INTO provider_payments (payment_id, link_id, state, checkout_id, provider_payment_id, idempotency_key,
         created_at, updated_at)
       VALUES (${id}, ${linked.linkId}, 'open', ${sessionId}, ${paymentIntentId}, ${`kassa-${id}`}, now(), now())
     `

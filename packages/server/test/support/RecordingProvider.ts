@@ -1,33 +1,26 @@
 /**
- * A payment provider boundary that records every request it is asked, for tests about when (and whether) the
- * provider hears of a payment. It answers as the production boundary does, except that a live payment of an
- * application with a linked provider account is accepted — what a real provider does with a valid payment.
+ * A test-mode simulator that records every request it is asked, for tests about when (and whether) a payment is
+ * announced before it is stored. It answers as the production simulator does. (Live payments go to the provider
+ * the application is linked to — the fake Stripe, which records its own requests.)
  */
 import { Effect, Layer } from "effect"
-import { PaymentProvider, type ProviderRequest } from "../../src/payments/PaymentProvider.ts"
+import { Simulator, type SimulatorRequest } from "../../src/payments/Simulator.ts"
 
 export interface RecordingProvider {
-  readonly requests: Array<ProviderRequest>
-  readonly layer: Layer.Layer<PaymentProvider>
+  readonly requests: Array<SimulatorRequest>
+  readonly layer: Layer.Layer<Simulator>
 }
 
 export const recordingProvider = (): RecordingProvider => {
-  const requests: Array<ProviderRequest> = []
+  const requests: Array<SimulatorRequest> = []
   const layer = Layer.effect(
-    PaymentProvider,
+    Simulator,
     Effect.gen(function* () {
-      const production = yield* PaymentProvider
-      return PaymentProvider.of({
-        open: (request) =>
-          Effect.sync(() => requests.push(request)).pipe(
-            Effect.andThen(
-              request.mode === "live" && request.providerAccount !== null
-                ? Effect.succeed("accepted" as const)
-                : production.open(request)
-            )
-          )
+      const production = yield* Simulator
+      return Simulator.of({
+        open: (request) => Effect.sync(() => requests.push(request)).pipe(Effect.andThen(production.open(request)))
       })
     })
-  ).pipe(Layer.provide(PaymentProvider.layer))
+  ).pipe(Layer.provide(Simulator.layer))
   return { requests, layer }
 }

@@ -19,7 +19,7 @@ import {
 import { ServerConfig, type ServerSettings } from "../../src/config/ServerConfig.ts"
 import { MemoryImage } from "../../src/database/EmbeddedPostgres.ts"
 import * as KassaServer from "../../src/KassaServer.ts"
-import { PaymentProvider } from "../../src/payments/PaymentProvider.ts"
+import { Simulator } from "../../src/payments/Simulator.ts"
 import * as StripeConnector from "../../src/providers/StripeConnector.ts"
 import * as PasswordHash from "../../src/users/PasswordHash.ts"
 import { PollInterval } from "../../src/webhooks/Dispatcher.ts"
@@ -117,8 +117,8 @@ export const startServer = async (
     readonly logLevel?: LogLevel.LogLevel
     /** The delivery engine's polling backstop (1 s in production). */
     readonly pollInterval?: Duration.Duration
-    /** The payment provider boundary (the production one unless a test records what the provider is asked). */
-    readonly provider?: Layer.Layer<PaymentProvider>
+    /** The test-mode simulator (the production one unless a test records what it is asked). */
+    readonly simulator?: Layer.Layer<Simulator>
     /** Rewrites the PostgreSQL URL the server connects to (e.g. through a TCP proxy a test can freeze). */
     readonly rewriteDatabaseUrl?: (url: URL) => URL
     /**
@@ -168,7 +168,7 @@ export const startServer = async (
     database === "pglite" && dataDir === "memory://" ? Layer.succeed(MemoryImage, await memoryImage()) : Layer.empty
   const context = (await Effect.runPromise(
     Layer.buildWithScope(
-      KassaServer.layerWith({ provider: options.provider ?? PaymentProvider.layer }).pipe(
+      KassaServer.layerWith({ simulator: options.simulator ?? Simulator.layer }).pipe(
         Layer.provide(config),
         Layer.provide(Layer.mergeAll(quiet, poll, cost, stripeBound, image))
       ),

@@ -9,10 +9,10 @@ import { Effect, Option, Result, Schema } from "effect"
 import { HttpRouter } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { AuditLog } from "../../audit/AuditLog.ts"
+import { PaymentWrites } from "../../ledger/PaymentWrites.ts"
+import { LiveRefunds } from "../../live/LiveRefunds.ts"
 import * as PaymentPages from "../../pages/dashboard/ApplicationPayments.ts"
 import { messagePage, notFoundPage } from "../../pages/dashboard/MessagePages.ts"
-import { Payments } from "../../payments/Payments.ts"
-import { LiveRefunds } from "../../providers/LiveRefunds.ts"
 import * as ApplicationQueries from "../ApplicationQueries.ts"
 import { InApplication, PostedForm, pageSize, route, SignedIn } from "../DashboardRoute.ts"
 import * as PaymentSearch from "../PaymentSearch.ts"
@@ -38,7 +38,7 @@ const list = Effect.gen(function* () {
     startingAfter: Option.getOrUndefined(parsePaymentId(query.get("starting_after"))),
     limit: pageSize.inApplication
   })
-  const page = yield* PaymentSearch.expireShown(yield* Payments, found, status)
+  const page = yield* PaymentSearch.expireShown(yield* PaymentWrites, found, status)
   return PaymentPages.paymentsPage(yield* frame, { rows: page.rows, hasMore: page.hasMore, filter })
 })
 
@@ -49,10 +49,12 @@ const ownPayment = Effect.gen(function* () {
   if (Option.isNone(id)) return Option.none<Payment.Payment>()
   const mode = yield* (yield* queries).paymentMode(application.id, id.value)
   if (Option.isNone(mode)) return Option.none<Payment.Payment>()
-  return yield* Effect.option((yield* Payments).retrieve({ applicationId: application.id, mode: mode.value }, id.value))
+  return yield* Effect.option(
+    (yield* PaymentWrites).readOrNotFound(id.value, { applicationId: application.id, mode: mode.value })
+  )
 })
 
-/** What the payment page shows beside the payment: its timeline, who requested its refunds, what Stripe says. */
+/** What the payment page shows beside the payment: its timeline, who requested its refunds, what its provider says. */
 const withDetails = (payment: Payment.Payment) =>
   Effect.gen(function* () {
     const { application } = yield* InApplication
@@ -157,7 +159,7 @@ const requestRefund = Effect.gen(function* () {
       reason: reason.length === 0 ? null : reason
     }
   })
-  // Stripe often confirms at once: say what it answered, not that an answer is awaited.
+  // The provider often confirms at once (Stripe does): say what it answered, not that an answer is awaited.
   const refund = requested.success.payment.refunds.find(({ id }) => id === requested.success.refundId)
   const notice =
     refund?.status === "succeeded"

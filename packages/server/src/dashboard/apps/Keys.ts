@@ -6,6 +6,7 @@
 import { Ids, Mode } from "@kassa/core"
 import { Effect, Option, Schema } from "effect"
 import { HttpRouter } from "effect/http"
+import { issueRecorded } from "../../applications/ApiKeyIssuing.ts"
 import { type ApiKeyRecord, ApiKeyRepository } from "../../applications/ApiKeyRepository.ts"
 import { AuditLog } from "../../audit/AuditLog.ts"
 import * as KeyPages from "../../pages/dashboard/ApplicationKeys.ts"
@@ -40,13 +41,7 @@ const create = Effect.gen(function* () {
   const mode = (yield* PostedForm).value("mode")
   if (!isMode(mode))
     return messagePage(422, "Choose a mode", "A key is either a test or a live key.", yield* here("/keys"))
-  const issued = yield* (yield* ApiKeyRepository).issue(application.id, mode)
-  yield* (yield* AuditLog).record((yield* SignedIn).actor, {
-    action: "api_key.issued",
-    applicationId: application.id,
-    target: issued.id,
-    details: { mode, display: issued.display }
-  })
+  const issued = yield* issueRecorded((yield* SignedIn).actor, application.id, mode)
   return KeyPages.issuedKeyPage(yield* frame, issued, null)
 })
 

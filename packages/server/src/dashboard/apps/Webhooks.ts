@@ -9,7 +9,7 @@ import { ApplicationRepository } from "../../applications/ApplicationRepository.
 import { AuditLog } from "../../audit/AuditLog.ts"
 import { ServerConfig } from "../../config/ServerConfig.ts"
 import * as WebhookPages from "../../pages/dashboard/ApplicationWebhooks.ts"
-import { Payments } from "../../payments/Payments.ts"
+import { MerchantPayments } from "../../payments/MerchantPayments.ts"
 import { InApplication, PostedForm, route, SignedIn } from "../DashboardRoute.ts"
 import { frame, noticeCode, redirectHere } from "./ApplicationFrame.ts"
 
@@ -70,7 +70,7 @@ const regenerateSecret = Effect.gen(function* () {
  */
 const sendTestEvent = Effect.gen(function* () {
   const { application } = yield* InApplication
-  const payments = yield* Payments
+  const payments = yield* MerchantPayments
   const refuse = (message: string, status: number) => page({ notice: null, testError: message }, status)
   if (application.status === "suspended" || application.status === "disabled")
     return yield* refuse(`The application is ${application.status}, so no test payment can be made.`, 409)

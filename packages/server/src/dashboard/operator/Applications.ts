@@ -2,7 +2,7 @@
  * The operator's applications (`/dashboard/operator/applications`): search, create (the webhook secret shown once),
  * one application's page with its status moves (the core's ApplicationLifecycle), settings (SettingsForm), keys and
  * members. Settings are read and checked through the core's settings catalogue (SettingsForm, OperatorSettings),
- * as the operator API checks them. Its Stripe link is ProviderAccount's. Templates: pages/dashboard/OperatorApplicationViews.ts.
+ * as the operator API checks them. Its provider link is ProviderAccount's. Templates: pages/dashboard/OperatorApplicationViews.ts.
  */
 import {
   Application,
@@ -14,6 +14,7 @@ import {
 } from "@kassa/core"
 import { Effect, Option, Result, Schema } from "effect"
 import { HttpRouter } from "effect/http"
+import { issueRecorded } from "../../applications/ApiKeyIssuing.ts"
 import { ApiKeyRepository } from "../../applications/ApiKeyRepository.ts"
 import {
   ApplicationRepository,
@@ -23,6 +24,7 @@ import {
 } from "../../applications/ApplicationRepository.ts"
 import { AuditLog } from "../../audit/AuditLog.ts"
 import { ServerConfig } from "../../config/ServerConfig.ts"
+import { toDate } from "../../database/Columns.ts"
 import { emptyMemberForm } from "../../pages/dashboard/ApplicationMembers.ts"
 import { respondPage } from "../../pages/dashboard/DashboardLayout.ts"
 import { notFoundPage } from "../../pages/dashboard/MessagePages.ts"
@@ -37,12 +39,13 @@ import {
   settingsValuesOf
 } from "../../pages/dashboard/OperatorApplicationViews.ts"
 import { providerAccountSection } from "../../pages/dashboard/OperatorProviderAccount.ts"
+import { providerTitles } from "../../providers/ProviderConnector.ts"
 import { ProviderLinks } from "../../providers/ProviderLinks.ts"
 import { Memberships } from "../../users/Memberships.ts"
 import { parseUserId, UserRepository } from "../../users/UserRepository.ts"
 import { PostedForm, type Response, redirect, route, SignedIn } from "../DashboardRoute.ts"
 import { readMemberForm } from "../MemberForm.ts"
-import { notice, param, toDate } from "./OperatorFrame.ts"
+import { notice, param } from "./OperatorFrame.ts"
 import { changedSettings, checkSettings } from "./SettingsForm.ts"
 
 export const applicationsPath = "/dashboard/operator/applications"
@@ -109,7 +112,8 @@ export const detail = Effect.fn("OperatorApplications.detail")(function* (
       // What the page shows of the link; never its sealed secrets.
       link: Option.match(link, {
         onNone: () => null,
-        onSome: ({ status, accountId, keyDisplay, livemode, webhookEndpointId, linkedAt }) => ({
+        onSome: ({ provider, status, accountId, keyDisplay, livemode, webhookEndpointId, linkedAt }) => ({
+          provider: providerTitles[provider],
           status,
           accountId,
           keyDisplay,
@@ -251,13 +255,7 @@ const issueKey = withApplication((application) =>
     const { viewer, actor } = yield* SignedIn
     const mode = (yield* PostedForm).value("mode")
     if (!isMode(mode)) return yield* detail(application, { problem: "A key is either a test or a live key." }, 422)
-    const issued = yield* (yield* ApiKeyRepository).issue(application.id, mode)
-    yield* (yield* AuditLog).record(actor, {
-      action: "api_key.issued",
-      applicationId: application.id,
-      target: issued.id,
-      details: { mode, display: issued.display }
-    })
+    const issued = yield* issueRecorded(actor, application.id, mode)
     return respondPage(keyIssuedPage({ viewer, application: toApplication(application), mode, key: issued.key }), 201)
   })
 )

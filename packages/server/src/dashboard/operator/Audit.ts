@@ -5,10 +5,11 @@
 import { Effect, Option } from "effect"
 import { parseApplicationId } from "../../applications/ApplicationRepository.ts"
 import { AuditLog } from "../../audit/AuditLog.ts"
+import { toDate } from "../../database/Columns.ts"
 import { respondPage } from "../../pages/dashboard/DashboardLayout.ts"
 import { auditPage } from "../../pages/dashboard/OperatorViews.ts"
 import { pageSize, route, SignedIn } from "../DashboardRoute.ts"
-import { choices, nextCursor, param, toDate } from "./OperatorFrame.ts"
+import { choices, nextCursor, param } from "./OperatorFrame.ts"
 
 const list = Effect.gen(function* () {
   const audit = yield* AuditLog

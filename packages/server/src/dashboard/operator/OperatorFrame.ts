@@ -2,8 +2,9 @@
  * What the operator's handlers share: the notice of the request, a query parameter as typed, the applications to
  * filter by, and the field errors of a refused form as one message per field.
  */
-import { DateTime, Effect } from "effect"
+import { type DateTime, Effect } from "effect"
 import { ApplicationRepository } from "../../applications/ApplicationRepository.ts"
+import * as Columns from "../../database/Columns.ts"
 import { type Notice, noticeOf } from "../../pages/dashboard/Notices.ts"
 import type { ApplicationChoice, FieldMessages } from "../../pages/dashboard/OperatorViews.ts"
 import { SignedIn } from "../DashboardRoute.ts"
@@ -26,8 +27,7 @@ export const choices: Effect.Effect<ReadonlyArray<ApplicationChoice>, never, App
   }
 )
 
-export const toDate = (value: DateTime.Utc) => new Date(DateTime.toEpochMillis(value))
-export const toDateOrNull = (value: DateTime.Utc | null) => (value === null ? null : toDate(value))
+export const toDateOrNull = (value: DateTime.Utc | null) => (value === null ? null : Columns.toDate(value))
 
 /** A `next` cursor: the last row's, when there is a next page. */
 export const nextCursor = <A, C>(

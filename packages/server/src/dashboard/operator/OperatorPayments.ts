@@ -6,9 +6,9 @@
 import { Ids, Mode, Payment } from "@kassa/core"
 import { Effect, Option, Schema } from "effect"
 import { parseApplicationId } from "../../applications/ApplicationRepository.ts"
+import { PaymentWrites } from "../../ledger/PaymentWrites.ts"
 import { respondPage } from "../../pages/dashboard/DashboardLayout.ts"
 import { paymentsPage } from "../../pages/dashboard/OperatorViews.ts"
-import { Payments } from "../../payments/Payments.ts"
 import { pageSize, route, SignedIn } from "../DashboardRoute.ts"
 import { OperatorQueries } from "../OperatorQueries.ts"
 import * as PaymentSearch from "../PaymentSearch.ts"
@@ -30,7 +30,7 @@ const search = Effect.gen(function* () {
   const page = badId
     ? { rows: [], hasMore: false }
     : yield* PaymentSearch.expireShown(
-        yield* Payments,
+        yield* PaymentWrites,
         yield* (yield* OperatorQueries).payments({
           limit: pageSize.acrossApplications,
           paymentId: Option.getOrUndefined(paymentId),

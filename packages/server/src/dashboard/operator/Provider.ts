@@ -1,19 +1,19 @@
 /**
- * What operators see at Stripe (`/dashboard/operator/provider`, issue 12 §5): open discrepancies and overdue answers,
+ * What operators see at the payment provider (`/dashboard/operator/provider`, issue 12 §5): open discrepancies and overdue answers,
  * and "read now" of one live payment's checkout or one live refund, applied as the background round would
- * (`Payments.applyCheckoutAnswer`, `LiveRefunds.refresh`): a status change commits with its event. Template:
+ * (`ProviderAnswers.applyCheckoutAnswer`, `LiveRefunds.refresh`): a status change commits with its event. Template:
  * pages/dashboard/OperatorProvider.ts.
  */
 import { Ids } from "@kassa/core"
 import { DateTime, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AuditLog } from "../../audit/AuditLog.ts"
+import { LiveCheckouts } from "../../live/LiveCheckouts.ts"
+import { LiveRefunds } from "../../live/LiveRefunds.ts"
+import { ProviderAnswers } from "../../live/ProviderAnswers.ts"
 import { respondPage } from "../../pages/dashboard/DashboardLayout.ts"
 import { notFoundPage } from "../../pages/dashboard/MessagePages.ts"
 import { providerPage, providerPath } from "../../pages/dashboard/OperatorProvider.ts"
-import { Payments } from "../../payments/Payments.ts"
-import { LiveCheckouts } from "../../providers/LiveCheckouts.ts"
-import { LiveRefunds } from "../../providers/LiveRefunds.ts"
 import { ProviderConnector } from "../../providers/ProviderConnector.ts"
 import { ProviderLinks } from "../../providers/ProviderLinks.ts"
 import { PostedForm, pageSize, redirect, route, SignedIn } from "../DashboardRoute.ts"
@@ -48,18 +48,18 @@ const overview = Effect.gen(function* () {
   )
 })
 
-/** Reads one live payment's checkout from Stripe now and applies the answer. */
+/** Reads one live payment's checkout from its provider now and applies the answer. */
 const readCheckout = Effect.fn("OperatorProvider.readCheckout")(function* (paymentId: Ids.PaymentId) {
   const links = yield* ProviderLinks
   const checkout = yield* (yield* LiveCheckouts).find(paymentId)
-  if (Option.isNone(checkout) || checkout.value.sessionId === null) return "provider_nothing" as const
+  if (Option.isNone(checkout) || checkout.value.checkoutId === null) return "provider_nothing" as const
   const link = yield* links.find(checkout.value.linkId)
   if (Option.isNone(link)) return "provider_nothing" as const
   const reading = yield* (yield* ProviderConnector)
-    .read(links.access(link.value), checkout.value.sessionId)
+    .read(links.access(link.value), checkout.value.checkoutId)
     .pipe(Effect.result)
   if (reading._tag === "Failure" || reading.success._tag === "NoAnswer") return "provider_no_answer" as const
-  yield* (yield* Payments).applyCheckoutAnswer({ paymentId, reading: reading.success })
+  yield* (yield* ProviderAnswers).applyCheckoutAnswer({ paymentId, reading: reading.success })
   return "provider_read" as const
 })
 

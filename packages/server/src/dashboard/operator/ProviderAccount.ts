@@ -1,11 +1,12 @@
 /**
- * An application's Stripe account, on the operator's application page (issue 12 §2): link one (the operator API's
- * own body schema; ProviderLinking checks the key and creates the webhook endpoint) or retire the link. Template:
- * pages/dashboard/OperatorProviderAccount.ts.
+ * An application's payment provider account, on the operator's application page (issue 12 §2): link one (the
+ * operator API's own body schema, for the provider the server's connector speaks to; ProviderLinking checks the key
+ * and creates the webhook endpoint) or retire the link. Template: pages/dashboard/OperatorProviderAccount.ts.
  */
 import { OperatorSchemas, RequestValidation } from "@kassa/core"
 import { Effect, Option, Redacted, Result } from "effect"
 import { AuditLog } from "../../audit/AuditLog.ts"
+import { ProviderConnector } from "../../providers/ProviderConnector.ts"
 import { ProviderLinking } from "../../providers/ProviderLinking.ts"
 import { PostedForm, redirect, route, SignedIn } from "../DashboardRoute.ts"
 import { applicationsPath, detail, withApplication } from "./Applications.ts"
@@ -14,7 +15,7 @@ const link = withApplication((application) =>
   Effect.gen(function* () {
     // The operator API's own body schema: the form accepts exactly the keys the API does.
     const decoded = RequestValidation.validate(OperatorSchemas.LinkProviderBody)({
-      provider: "stripe",
+      provider: (yield* ProviderConnector).provider,
       secret_key: (yield* PostedForm).value("secret_key").trim()
     })
     if (Result.isFailure(decoded)) {
@@ -53,7 +54,7 @@ const retire = withApplication((application) =>
   Effect.gen(function* () {
     const retired = yield* (yield* ProviderLinking).retire(application.id)
     if (Option.isNone(retired))
-      return yield* detail(application, { providerProblem: "No Stripe account is linked." }, 409)
+      return yield* detail(application, { providerProblem: "No payment provider account is linked." }, 409)
     yield* (yield* AuditLog).record((yield* SignedIn).actor, {
       action: "provider_account.retired",
       applicationId: application.id,

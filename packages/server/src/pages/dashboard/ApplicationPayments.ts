@@ -101,7 +101,7 @@ export interface PaymentView {
   readonly requesters: ReadonlyMap<string, string>
   readonly notice: string | null
   readonly refundForm?: RefundFormState | undefined
-  /** A live payment's checkout at Stripe (decisions §10 "Seen by operators"); null for test payments. */
+  /** A live payment's checkout at its provider (decisions §10 "Seen by operators"); null for test payments. */
   readonly provider?: ProviderPaymentView | null | undefined
 }
 

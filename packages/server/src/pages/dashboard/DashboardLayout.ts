@@ -40,7 +40,7 @@ const operatorLinks: ReadonlyArray<readonly [OperatorSection, string, string]> =
   ["applications", "Applications", "/dashboard/operator/applications"],
   ["deliveries", "Deliveries", "/dashboard/operator/deliveries"],
   ["payments", "Payments", "/dashboard/operator/payments"],
-  ["provider", "At Stripe", "/dashboard/operator/provider"],
+  ["provider", "At the provider", "/dashboard/operator/provider"],
   ["users", "Users", "/dashboard/operator/users"],
   ["audit", "Audit log", "/dashboard/operator/audit"]
 ]

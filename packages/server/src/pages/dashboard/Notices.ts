@@ -16,12 +16,14 @@ const notices: Readonly<Record<string, Notice>> = {
   settings_saved: "The settings are saved.",
   settings_unchanged: "Nothing to save: the settings were already like this.",
   member_saved: "The member is saved.",
-  provider_linked: "The Stripe account is linked: Stripe accepted the key and has a webhook endpoint for it.",
-  provider_retired: "The Stripe link is retired: new live payments are refused until another account is linked.",
-  // Operator: at Stripe
-  provider_read: "Kassa read it from Stripe now and applied the answer.",
-  provider_no_answer: "Stripe did not answer (or refused): nothing changed; the background round tries again.",
-  provider_nothing: "There is nothing to read at Stripe for it (no checkout session or no provider refund).",
+  provider_linked:
+    "The payment provider account is linked: the provider accepted the key and has a webhook endpoint for it.",
+  provider_retired:
+    "The payment provider link is retired: new live payments are refused until another account is linked.",
+  // Operator: at the provider
+  provider_read: "Kassa read it from the provider now and applied the answer.",
+  provider_no_answer: "The provider did not answer (or refused): nothing changed; the background round tries again.",
+  provider_nothing: "There is nothing to read at the provider for it (no checkout there, or no provider refund).",
   // Operator: users
   user_created: "The user is created and can sign in now.",
   password_set: "The new password is set; every session of the user has ended.",

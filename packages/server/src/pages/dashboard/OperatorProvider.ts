@@ -1,7 +1,8 @@
 /**
- * The operator's page of live payments at their provider (issue 12 §5, decisions §10 "Seen by operators"): open
- * discrepancies and overdue reads, newest first, each with a "Read from Stripe now" button. Templates only: every
- * value (Stripe's messages included) goes through `html`, so it is escaped.
+ * The operator's page of live payments at their provider (issue 12 §5, decisions §10 and §11 "Seen by operators"):
+ * open discrepancies and overdue reads, newest first, each with a "Read from the provider now" button; and the card
+ * of one live payment at its provider, named by its link's provider. Templates only: every value (the provider's
+ * messages included) goes through `html`, so it is escaped.
  */
 import { type Html, html } from "../Html.ts"
 import { actionForm, formatTime, pageHead, pager, table } from "./Components.ts"
@@ -19,7 +20,7 @@ const readNow = (viewer: Viewer, target: { readonly paymentId: string; readonly 
   actionForm(
     viewer,
     `${providerPath}/read`,
-    "Read from Stripe now",
+    "Read from the provider now",
     "secondary",
     target.refundId === null ? { payment_id: target.paymentId } : { refund_id: target.refundId }
   )
@@ -56,13 +57,13 @@ export const providerPage = (view: {
   return operatorPage(
     "provider",
     view.viewer,
-    "At Stripe",
-    html`${pageHead("At Stripe", "Live payments and refunds that Stripe and Kassa disagree on, or that Stripe has not answered for in time, newest first.")}
+    "At the provider",
+    html`${pageHead("At the provider", "Live payments and refunds that their payment provider and Kassa disagree on, or that the provider has not answered for in time, newest first.")}
 <h2>Open discrepancies</h2>
 ${table(["Detected", "Payment", "Refund", "Kind", "Message", ""], discrepancies, "No open discrepancies.", "Open discrepancies")}
 ${pager(providerPath, {}, view.discrepanciesNext, { cursor: "before", label: "Older discrepancies" })}
 <h2>Overdue answers</h2>
-<p class="muted">Payments and refunds Kassa is waiting on that have had no answer from Stripe for over 10 minutes (it reads them every 5): Stripe did not answer or refused, or no Kassa process is reading.</p>
+<p class="muted">Payments and refunds Kassa is waiting on that have had no answer from their provider for over 10 minutes (it reads them every 5): the provider did not answer or refused, or no Kassa process is reading.</p>
 ${table(["Waiting since", "Kind", "Payment", "Refund", "Last answer", "Next read", ""], overdue, "No overdue reads.", "Overdue answers")}
 ${pager(providerPath, {}, view.overdueNext, { cursor: "overdue_before", label: "Older overdue reads" })}`,
     view.notice
@@ -70,22 +71,28 @@ ${pager(providerPath, {}, view.overdueNext, { cursor: "overdue_before", label: "
 }
 
 // The provider row's `state` tells whether Kassa opened a checkout there, not how the payment stands (a paid
-// payment's session stays "open" in that sense): say so in words.
-const checkoutState: Record<string, string> = {
-  opening: "being opened (Stripe has not answered yet)",
-  open: "opened at Stripe",
-  not_opened: "not opened"
-}
+// payment's checkout stays "open" in that sense): say so in words.
+const checkoutState = (state: string, provider: string): string =>
+  state === "opening"
+    ? `being opened (${provider} has not answered yet)`
+    : state === "open"
+      ? `opened at ${provider}`
+      : state === "not_opened"
+        ? "not opened"
+        : state
 
-/** The "At Stripe" card of a live payment's page. */
-export const providerSection = (provider: ProviderPaymentView): Html => html`<div class="card">
-<h2>At Stripe</h2>
+const idOrNone = (id: string | null): Html =>
+  id === null ? html`<span class="muted">—</span>` : html`<code>${id}</code>`
+
+/** The "At {provider}" card of a live payment's page. */
+export const providerSection = (view: ProviderPaymentView): Html => html`<div class="card">
+<h2>At ${view.provider}</h2>
 <dl class="summary">
-<dt>Checkout session</dt><dd>${checkoutState[provider.state] ?? provider.state}</dd>
-<dt>Session id</dt><dd>${provider.sessionId === null ? html`<span class="muted">—</span>` : html`<code>${provider.sessionId}</code>`}</dd>
-<dt>Payment intent id</dt><dd>${provider.paymentIntentId === null ? html`<span class="muted">—</span>` : html`<code>${provider.paymentIntentId}</code>`}</dd>
-<dt>Last read</dt><dd>${formatTime(provider.lastReadAt)}</dd>
-<dt>Next read</dt><dd>${provider.nextReadAt === null ? html`<span class="muted">none planned</span>` : formatTime(provider.nextReadAt)}</dd>
+<dt>Checkout</dt><dd>${checkoutState(view.state, view.provider)}</dd>
+<dt>Checkout id</dt><dd>${idOrNone(view.checkoutId)}</dd>
+<dt>Payment id at ${view.provider}</dt><dd>${idOrNone(view.providerPaymentId)}</dd>
+<dt>Last read</dt><dd>${formatTime(view.lastReadAt)}</dd>
+<dt>Next read</dt><dd>${view.nextReadAt === null ? html`<span class="muted">none planned</span>` : formatTime(view.nextReadAt)}</dd>
 </dl>
-${provider.lastAnswer === null ? html`<p class="muted">Stripe has not been read yet.</p>` : html`<h3>What Stripe said</h3><pre class="body">${provider.lastAnswer}</pre>`}
+${view.lastAnswer === null ? html`<p class="muted">${view.provider} has not been read yet.</p>` : html`<h3>What ${view.provider} said</h3><pre class="body">${view.lastAnswer}</pre>`}
 </div>`

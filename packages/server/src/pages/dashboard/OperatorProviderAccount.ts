@@ -1,7 +1,8 @@
 /**
- * The payment provider section of the operator's application page (issue 12 §2, decisions §10): the linked Stripe
- * account (the key only in its display form), a form to link a key (checked with Stripe first) and a retire button.
- * Templates only: every value goes through `html`, so it is escaped; the key typed is never rendered back.
+ * The payment provider section of the operator's application page (issue 12 §2, decisions §10): the linked provider
+ * account (named by its link's provider; the key only in its display form), a form to link a key (checked with the
+ * provider first) and a retire button. Templates only: every value goes through `html`, so it is escaped; the key
+ * typed is never rendered back.
  */
 import { type Html, html } from "../Html.ts"
 import { actionForm, alert, badge, field, formatTime, modeBadge } from "./Components.ts"
@@ -12,7 +13,7 @@ export interface ProviderAccountView {
   readonly viewer: Viewer
   readonly applicationId: string
   readonly link: ProviderLinkView | null
-  /** Why the last link attempt failed (Stripe refused the key, or did not answer). */
+  /** Why the last link attempt failed (the provider refused the key, or did not answer). */
   readonly problem?: string | undefined
 }
 
@@ -21,12 +22,12 @@ export const providerAccountSection = (view: ProviderAccountView): Html => {
   const { link } = view
   const current =
     link === null
-      ? html`<p>No Stripe account is linked: live payments of this application are refused.</p>`
+      ? html`<p>No payment provider account is linked: live payments of this application are refused.</p>`
       : html`<dl class="summary">
-<dt>Provider</dt><dd>Stripe ${badge(link.status)}</dd>
+<dt>Provider</dt><dd>${link.provider} ${badge(link.status)}</dd>
 <dt>Account</dt><dd><code>${link.accountId}</code></dd>
 <dt>Key</dt><dd><code>${link.keyDisplay}</code></dd>
-<dt>Mode</dt><dd>${modeBadge(link.livemode ? "live" : "test")}${link.livemode ? "" : html` <span class="hint">Stripe's test cards only</span>`}</dd>
+<dt>Mode</dt><dd>${modeBadge(link.livemode ? "live" : "test")}${link.livemode ? "" : html` <span class="hint">${link.provider}'s test payments only</span>`}</dd>
 <dt>Webhook endpoint</dt><dd><code>${link.webhookEndpointId}</code></dd>
 <dt>Linked</dt><dd>${formatTime(link.linkedAt)}</dd>
 </dl>
@@ -39,13 +40,13 @@ ${current}
 ${csrfField(view.viewer)}
 ${field({
   name: "secret_key",
-  label: link === null ? "Stripe secret key" : "Link another Stripe key",
+  label: link === null ? "Secret API key" : "Link another key",
   type: "password",
-  hint: "sk_live_… or a restricted rk_live_… key (sk_test_…/rk_test_… to rehearse). Kassa checks it with Stripe, creates a webhook endpoint there and keeps the key encrypted; it is never shown again. A new key retires the current link.",
+  hint: "The provider account's secret API key (a test key to rehearse with the provider's test payments). Kassa checks it with the provider, creates a webhook endpoint there and keeps the key encrypted; it is never shown again. A new key retires the current link.",
   error: view.problem === undefined ? undefined : "Not linked: see above.",
   attributes: html` autocomplete="off" spellcheck="false"`
 })}
-<div class="actions"><button type="submit" class="primary">Check with Stripe and link</button></div>
+<div class="actions"><button type="submit" class="primary">Check with the provider and link</button></div>
 </form>
 </section>`
 }

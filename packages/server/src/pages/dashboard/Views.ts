@@ -48,9 +48,13 @@ export interface TimelineEntry {
 }
 
 export interface ProviderPaymentView {
+  /** The provider of the payment's link, as operators read it (`Stripe`). */
+  readonly provider: string
   readonly state: string
-  readonly sessionId: string | null
-  readonly paymentIntentId: string | null
+  /** The provider's checkout, once it opened one. */
+  readonly checkoutId: string | null
+  /** The provider's payment behind the checkout, once there is one. */
+  readonly providerPaymentId: string | null
   readonly lastReadAt: Date | null
   /** What the provider said, as stored (JSON text); shown escaped. */
   readonly lastAnswer: string | null
@@ -72,7 +76,7 @@ export interface OverdueItem {
   readonly applicationId: string
   readonly paymentId: string
   readonly refundId: string | null
-  /** The last answer, or when the wait began (the visit, the request) if Stripe never answered. */
+  /** The last answer, or when the wait began (the visit, the request) if the provider never answered. */
   readonly waitingSince: Date
   readonly lastReadAt: Date | null
   readonly nextReadAt: Date
@@ -121,6 +125,8 @@ export interface ApplicationView extends Application.Application {
 
 /** A linked payment-provider account: what identifies it, never its sealed secrets. */
 export interface ProviderLinkView {
+  /** Its provider, as operators read it (`Stripe`). */
+  readonly provider: string
   readonly status: string
   readonly accountId: string
   readonly keyDisplay: string

@@ -1,0 +1,261 @@
+/**
+ * A provider's answers applied to live payments (decisions §10, "Settlement", "Expiry and cancel ask Stripe first"):
+ * under the payment's row lock (waiting: lock holders are short), the core's `ProviderSettlement` decides, and the
+ * payment, its events and deliveries, a discrepancy and what the provider said commit in one transaction.
+ *
+ * {@link ProviderAnswers.applySettlement} is the one place a settlement is written — for checkouts here, for refunds
+ * by `LiveRefunds`, for a cancel by `LivePayments` — and the one writer of discrepancies.
+ */
+import { type Ids, type Payment, ProviderSettlement } from "@kassa/core"
+import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { PaymentRepository, type StoredPayment } from "../ledger/PaymentRepository.ts"
+import { PaymentWrites } from "../ledger/PaymentWrites.ts"
+import * as Metrics from "../observability/Metrics.ts"
+import type { CheckoutReading, FoundCheckout, ProviderLinkId } from "../providers/ProviderConnector.ts"
+import { LiveCheckouts } from "./LiveCheckouts.ts"
+
+/** A provider event that led to a read: recorded as seen with the answer, so a duplicate changes nothing twice. */
+export interface SeenEvent {
+  readonly linkId: ProviderLinkId
+  readonly id: string
+  readonly type: string
+}
+
+export class ProviderAnswers extends Context.Service<
+  ProviderAnswers,
+  {
+    /**
+     * A settlement of a locked payment, inside the caller's transaction: the payment written (with its events) only
+     * when the settlement changed it, its discrepancy recorded; the payment as it stands after. A discrepancy names
+     * its refund only when that refund is on the payment (one the provider made that Kassa could not record has no
+     * row to point at); `detail` is added to its message.
+     */
+    readonly applySettlement: (
+      stored: StoredPayment,
+      settlement: ProviderSettlement.Settlement,
+      now: DateTime.Utc,
+      detail?: string
+    ) => Effect.Effect<Payment.Payment>
+    /**
+     * What the provider says now about a live payment's checkout (read again after an event or on schedule). With
+     * `event`, the event is recorded as seen in the same transaction, and one seen before changes nothing
+     * (`duplicate`).
+     */
+    readonly applyCheckoutAnswer: (input: {
+      readonly paymentId: Ids.PaymentId
+      readonly reading: CheckoutReading
+      readonly event?: SeenEvent | undefined
+    }) => Effect.Effect<{ readonly payment: Option.Option<Payment.Payment>; readonly duplicate: boolean }>
+    /**
+     * Expiry of a live payment asked of its provider: the answer to the expire call, decided by
+     * `ProviderSettlement.decideClose` (expired → `expired`; paid → `paid`; no answer → unchanged, asked again within
+     * a minute).
+     */
+    readonly applyExpiryAnswer: (input: {
+      readonly paymentId: Ids.PaymentId
+      readonly reading: CheckoutReading | ProviderSettlement.CloseAnswer
+    }) => Effect.Effect<Option.Option<Payment.Payment>>
+    /**
+     * The clean-up of a live create that died between its provider call and its commit (its checkout row claimed
+     * `opening` by `LiveCheckouts.claimStuck`), from what the provider has for it, open checkouts already expired
+     * there: `ProviderSettlement.decideUnopened` — failed with its event and delivery, or the checkout adopted (paid,
+     * or completed unpaid) — with the row's state in the same transaction. A row no longer `opening` under this
+     * clean-up's claim (a retry opened it meanwhile) is left as it is.
+     */
+    readonly resolveUnopened: (input: {
+      readonly paymentId: Ids.PaymentId
+      readonly found: FoundCheckout | null
+    }) => Effect.Effect<Option.Option<Payment.Payment>>
+  }
+>()("@kassa/server/live/ProviderAnswers") {
+  static readonly layer = Layer.effect(
+    ProviderAnswers,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* PaymentRepository
+      const writes = yield* PaymentWrites
+      const checkouts = yield* LiveCheckouts
+
+      const applySettlement = (
+        stored: StoredPayment,
+        settlement: ProviderSettlement.Settlement,
+        now: DateTime.Utc,
+        detail?: string
+      ) =>
+        Effect.gen(function* () {
+          // The core answers an answer that moves nothing with the payment it was given.
+          const after =
+            settlement.payment === stored.payment
+              ? stored.payment
+              : (yield* writes.apply(stored, settlement, now)).payment
+          const { discrepancy } = settlement
+          if (discrepancy !== null) {
+            const onPayment = after.refunds.some((refund) => refund.id === discrepancy.refund_id)
+            yield* checkouts.recordDiscrepancy(
+              stored.payment.id,
+              {
+                ...discrepancy,
+                refund_id: onPayment ? discrepancy.refund_id : null,
+                message: detail === undefined ? discrepancy.message : `${discrepancy.message} (${detail})`
+              },
+              now
+            )
+          }
+          return after
+        })
+
+      /** The payment locked with its checkout row, inside the caller's transaction; none when either is missing. */
+      const lockWithCheckout = (paymentId: Ids.PaymentId) =>
+        Effect.gen(function* () {
+          const locked = yield* repo.lock(paymentId, undefined, "wait")
+          const checkout = yield* checkouts.find(paymentId)
+          return Option.isNone(locked) || Option.isNone(checkout)
+            ? Option.none()
+            : Option.some({ stored: locked.value, checkout: checkout.value })
+        })
+
+      // Counted after the commit, by mode and outcome only (Metrics: no id, key or amount in a label), when the
+      // answer changed the payment's status.
+      const countIfSettled = (outcome: {
+        readonly payment: Option.Option<Payment.Payment>
+        readonly before: Payment.PaymentStatus | null
+      }) =>
+        Option.isSome(outcome.payment) && outcome.before !== outcome.payment.value.status
+          ? Metrics.recordPaymentSettled(outcome.payment.value.mode, outcome.payment.value.status)
+          : Effect.void
+
+      const applyCheckoutAnswer = Effect.fn("ProviderAnswers.applyCheckoutAnswer")(
+        function* (input: {
+          readonly paymentId: Ids.PaymentId
+          readonly reading: CheckoutReading
+          readonly event?: SeenEvent | undefined
+        }) {
+          const outcome = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const now = yield* DateTime.now
+              if (input.event !== undefined) {
+                const first = yield* checkouts.markEventSeen(input.event.linkId, input.event.id, input.event.type, now)
+                if (!first) return { payment: Option.none<Payment.Payment>(), duplicate: true, before: null }
+              }
+              const found = yield* lockWithCheckout(input.paymentId)
+              if (Option.isNone(found))
+                return { payment: Option.none<Payment.Payment>(), duplicate: false, before: null }
+              const { stored, checkout } = found.value
+              const settlement = ProviderSettlement.apply(
+                stored.payment,
+                { _tag: "Checkout", state: input.reading.state },
+                { now, visit: checkout.visit, closing: checkout.closing }
+              )
+              const after = yield* applySettlement(stored, settlement, now)
+              // Read again while pending (lost events, decisions §10); a final payment needs no more reads.
+              const nextReadAt =
+                after.status === "pending"
+                  ? ProviderSettlement.Schedule.nextPaymentRead({ visitedAt: checkout.visitedAt, lastReadAt: now })
+                  : null
+              yield* checkouts.recordRead(
+                input.paymentId,
+                input.reading,
+                input.reading.providerPaymentId,
+                nextReadAt,
+                now
+              )
+              return { payment: Option.some(after), duplicate: false, before: stored.payment.status }
+            })
+          )
+          yield* countIfSettled(outcome)
+          return { payment: outcome.payment, duplicate: outcome.duplicate }
+        },
+        Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
+      )
+
+      const applyExpiryAnswer = Effect.fn("ProviderAnswers.applyExpiryAnswer")(
+        function* (input: {
+          readonly paymentId: Ids.PaymentId
+          readonly reading: CheckoutReading | ProviderSettlement.CloseAnswer
+        }) {
+          const outcome = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const now = yield* DateTime.now
+              const found = yield* lockWithCheckout(input.paymentId)
+              if (Option.isNone(found)) return { payment: Option.none<Payment.Payment>(), before: null }
+              const { stored, checkout } = found.value
+              const answer: ProviderSettlement.CloseAnswer =
+                input.reading._tag === "Checkout" ? { _tag: "Checkout", state: input.reading.state } : input.reading
+              const { settlement } = ProviderSettlement.decideClose(stored.payment, "expire", answer, {
+                now,
+                visit: checkout.visit,
+                closing: "expire"
+              })
+              const after = yield* applySettlement(stored, settlement, now)
+              const nextReadAt = after.status === "pending" ? ProviderSettlement.Schedule.nextExpiryAttempt(now) : null
+              yield* checkouts.recordRead(
+                input.paymentId,
+                input.reading,
+                "providerPaymentId" in input.reading ? input.reading.providerPaymentId : null,
+                nextReadAt,
+                now
+              )
+              return { payment: Option.some(after), before: stored.payment.status }
+            })
+          )
+          yield* countIfSettled(outcome)
+          return outcome.payment
+        },
+        Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
+      )
+
+      const resolveUnopened = Effect.fn("ProviderAnswers.resolveUnopened")(
+        function* (input: { readonly paymentId: Ids.PaymentId; readonly found: FoundCheckout | null }) {
+          const outcome = yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const now = yield* DateTime.now
+              const locked = yield* lockWithCheckout(input.paymentId)
+              if (
+                Option.isNone(locked) ||
+                locked.value.checkout.state !== "opening" ||
+                locked.value.checkout.closing !== "expire"
+              ) {
+                return { payment: Option.none<Payment.Payment>(), before: null }
+              }
+              const { stored } = locked.value
+              const { found } = input
+              const decision = ProviderSettlement.decideUnopened(stored.payment, found?.reading.state ?? null, {
+                now,
+                visit: null,
+                closing: "expire"
+              })
+              const after = yield* applySettlement(stored, decision, now)
+              if (decision.adopt && found !== null) {
+                yield* checkouts.adopt({ paymentId: input.paymentId, checkoutId: found.checkoutId, now })
+                yield* checkouts.recordRead(
+                  input.paymentId,
+                  found.reading,
+                  found.reading.providerPaymentId,
+                  after.status === "pending"
+                    ? // Completed unpaid (a delayed method): read again like a visited checkout until it settles.
+                      ProviderSettlement.Schedule.nextPaymentRead({ visitedAt: now, lastReadAt: now })
+                    : null,
+                  now
+                )
+              } else {
+                yield* checkouts.notOpened(
+                  input.paymentId,
+                  { _tag: "Unopened", checkoutId: found?.checkoutId ?? null, state: found?.reading.state._tag ?? null },
+                  now,
+                  null
+                )
+              }
+              return { payment: Option.some(after), before: stored.payment.status }
+            })
+          )
+          yield* countIfSettled(outcome)
+          return outcome.payment
+        },
+        Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
+      )
+
+      return ProviderAnswers.of({ applySettlement, applyCheckoutAnswer, applyExpiryAnswer, resolveUnopened })
+    })
+  )
+}
