@@ -2,7 +2,8 @@
  * What the commands print, and how they fail. Results go to stdout: JSON with `--json` (for scripts), aligned
  * tables otherwise. Errors go to stderr, or to stdout as `{"error":{…}}` with `--json`, and carry the exit code.
  */
-import { Money } from "@kassa/core"
+// The module, not the core's index: that loads the whole core (the API contracts, effect/http), slowing every start.
+import * as Money from "@kassa/core/domain/Money"
 import * as Console from "effect/Console"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
