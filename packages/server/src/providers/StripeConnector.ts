@@ -52,18 +52,12 @@ export const subscribedEvents = [
  * (https://docs.stripe.com/api/checkout/sessions/create#create_checkout_session-expires_at); a minute's margin each
  * side covers the call's transit.
  */
-const checkoutWindow = {
-  min: Duration.minutes(31),
-  max: Duration.subtract(Duration.hours(24), Duration.minutes(1))
-}
+const checkoutWindow = { min: Duration.minutes(31), max: Duration.subtract(Duration.hours(24), Duration.minutes(1)) }
 
 /** Stripe Checkout's locales (https://docs.stripe.com/api/checkout/sessions/create#create_checkout_session-locale). */
-const checkoutLocales = new Set(
-  (
-    "bg cs da de el en en-GB es es-419 et fi fil fr fr-CA hr hu id it ja ko lt lv ms mt nb nl pl pt pt-BR ro ru sk sl " +
-    "sv th tr vi zh zh-HK zh-TW"
-  ).split(" ")
-)
+const locales =
+  "bg cs da de el en en-GB es es-419 et fi fil fr fr-CA hr hu id it ja ko lt lv ms mt nb nl pl pt pt-BR ro"
+const checkoutLocales = new Set(`${locales} ru sk sl sv th tr vi zh zh-HK zh-TW`.split(" "))
 
 /** Kassa's `ll` or `ll-CC` as a locale Stripe knows (exact, else the language), or none (Stripe picks). */
 export const stripeLocale = (locale: string): Stripe.Checkout.SessionCreateParams.Locale | undefined => {
@@ -120,10 +114,8 @@ export const checkoutReading = (session: Stripe.Checkout.Session): CheckoutReadi
       // A delayed method that failed leaves the session complete and unpaid; its PaymentIntent tells
       // (https://docs.stripe.com/payments/checkout/how-checkout-works#delayed-notification: the intent goes back to
       // requires_payment_method, or is canceled).
-      const failed =
-        typeof intent === "object" &&
-        intent !== null &&
-        (intent.status === "requires_payment_method" || intent.status === "canceled")
+      const status = typeof intent === "object" && intent !== null ? intent.status : null
+      const failed = status === "requires_payment_method" || status === "canceled"
       return reading(failed ? { _tag: "Failed" } : { _tag: "Unpaid" })
     }
     case "expired":
@@ -351,18 +343,10 @@ export const layer = Layer.effect(
       }),
       open: Effect.fn("StripeConnector.open")(function* (link, request) {
         const locale = stripeLocale(request.locale)
+        const price = { currency: request.currency.toLowerCase(), unit_amount: request.amount }
         const params: Stripe.Checkout.SessionCreateParams = {
           mode: "payment",
-          line_items: [
-            {
-              price_data: {
-                currency: request.currency.toLowerCase(),
-                unit_amount: request.amount,
-                product_data: { name: request.name }
-              },
-              quantity: 1
-            }
-          ],
+          line_items: [{ price_data: { ...price, product_data: { name: request.name } }, quantity: 1 }],
           client_reference_id: request.paymentId,
           metadata: { kassa_payment_id: request.paymentId },
           payment_intent_data: { metadata: { kassa_payment_id: request.paymentId } },
@@ -441,7 +425,7 @@ export const layer = Layer.effect(
         )
       }),
       close: Effect.fn("StripeConnector.close")(function* (link, checkoutId) {
-        const expired = yield* withLink(
+        return yield* withLink(
           link,
           (stripe) =>
             stripe.checkout.sessions.expire(
@@ -458,7 +442,6 @@ export const layer = Layer.effect(
             () => read(link, checkoutId)
           )
         )
-        return expired
       }),
       refund: Effect.fn("StripeConnector.refund")(function* (link, request) {
         return yield* withLink(
@@ -507,12 +490,7 @@ export const layer = Layer.effect(
                   : "The event is not valid JSON."
             })
         })
-        return {
-          id: event.id,
-          type: event.type,
-          livemode: event.livemode,
-          subject: eventSubject(event)
-        }
+        return { id: event.id, type: event.type, livemode: event.livemode, subject: eventSubject(event) }
       })
     })
   })
