@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
 import { operatorRequest } from "./support/OperatorRequests.ts"
 import { expr, insertPayment } from "./support/PaymentSeed.ts"
-import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+import {
+  databases,
+  type RunningServer,
+  startServer,
+  type TestApplication,
+  testPasswordCost
+} from "./support/TestServer.ts"
 
 const prototypeKeys = ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf"] as const
 
@@ -20,7 +26,7 @@ describe.each(databases)("bad input on %s", (database) => {
   let server: RunningServer
   let shop: TestApplication
   beforeAll(async () => {
-    server = await startServer(database)
+    server = await startServer(database, {}, { passwordCost: testPasswordCost })
     shop = await server.createApplication()
   })
   afterAll(() => server.close())

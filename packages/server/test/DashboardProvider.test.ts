@@ -16,7 +16,7 @@ import { type LinkedApplication, linkedApplication } from "./support/LiveLink.ts
 import { paidSession } from "./support/LivePaymentFixture.ts"
 import { eventsOf, query } from "./support/PaymentFixtures.ts"
 import { annBuyer, insertPayment } from "./support/PaymentSeed.ts"
-import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
+import { databases, type RunningServer, startServer, testPasswordCost } from "./support/TestServer.ts"
 
 const hostile = "<script>alert(1)</script>"
 
@@ -28,7 +28,7 @@ describe.each(databases)("the dashboard's view of Stripe on %s", (database) => {
 
   beforeAll(async () => {
     fake = await startFakeStripe({ apiVersion })
-    server = await startServer(database, { stripeApiUrl: fake.url })
+    server = await startServer(database, { stripeApiUrl: fake.url }, { passwordCost: testPasswordCost })
     // Stripe's events are held (never sent): these payments are the ones whose events were lost.
     fake.hold()
     admin = await createUser(server, { operatorAdmin: true })

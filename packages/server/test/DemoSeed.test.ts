@@ -17,6 +17,8 @@ import { ApplicationRepository } from "../src/applications/ApplicationRepository
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import * as KassaServer from "../src/KassaServer.ts"
 import { DashboardClient } from "./support/DashboardClient.ts"
+import { seedDataDir } from "./support/PgliteImage.ts"
+import { compileCache } from "./support/ServerProcess.ts"
 import { type DatabaseKind, databases, freePort, maintenance, postgresUrl } from "./support/TestServer.ts"
 
 const mainPath = fileURLToPath(new URL("../src/main.ts", import.meta.url))
@@ -33,10 +35,21 @@ afterAll(async () => {
   for (const cleanup of cleanups) await cleanup()
 })
 
-const install = async (database: DatabaseKind): Promise<Installation> => {
+/**
+ * A new installation. `migrated` has its PGlite hold a migrated database without data already (PgliteImage): to the
+ * server still a first start (no application, no user, no secrets file), without initdb and the migrations (5–8 s of
+ * CPU), which the test of the very first start keeps.
+ */
+const install = async (
+  database: DatabaseKind,
+  options: { readonly migrated?: boolean } = {}
+): Promise<Installation> => {
   const dataDir = mkdtempSync(join(tmpdir(), "kassa-seed-"))
   cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }))
-  if (database === "pglite") return { dataDir, databaseUrl: undefined }
+  if (database === "pglite") {
+    if (options.migrated === true) await seedDataDir(dataDir)
+    return { dataDir, databaseUrl: undefined }
+  }
   const name = `kassa_seed_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
   await maintenance(`CREATE DATABASE ${name}`)
   cleanups.push(() => maintenance(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
@@ -57,6 +70,7 @@ const start = async (installation: Installation, env: Record<string, string> = {
   const child = spawn(process.execPath, ["--conditions=@kassa/source", mainPath], {
     env: {
       PATH: process.env.PATH ?? "",
+      ...compileCache,
       KASSA_PORT: String(port),
       KASSA_DATA_DIR: installation.dataDir,
       ...(installation.databaseUrl === undefined ? {} : { DATABASE_URL: installation.databaseUrl }),
@@ -262,7 +276,7 @@ describe.concurrent.each(databases)("first start on %s", (database) => {
     concurrent: false,
     timeout: 4 * startTimeout
   }, async ({ expect }) => {
-    const installation = await install(database)
+    const installation = await install(database, { migrated: true })
     const token = `env-admin-token-${crypto.randomUUID()}`
     const first = await start(installation, { KASSA_ADMIN_TOKEN: token })
     const { banner } = splitBanner(first.stdout())
@@ -290,7 +304,7 @@ describe.concurrent.each(databases)("first start on %s", (database) => {
   })
 
   it("never seeds in production", { concurrent: false, timeout: 2 * startTimeout }, async ({ expect }) => {
-    const installation = await install(database)
+    const installation = await install(database, { migrated: true })
     const token = `prod-admin-token-${crypto.randomUUID()}`
     const run = await start(installation, {
       KASSA_ENV: "production",

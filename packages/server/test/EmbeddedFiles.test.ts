@@ -2,13 +2,13 @@
  * The embedded database's files are the owner's alone (issue 11 §13): they hold e-mail addresses, password hashes and
  * payer data. Embedded only: with DATABASE_URL the files are PostgreSQL's own.
  */
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { PGlite } from "@electric-sql/pglite"
 import { Option } from "effect"
 import { afterAll, describe, expect, it } from "vitest"
 import { createPayment } from "./support/PaymentFixtures.ts"
+import { seedDataDir } from "./support/PgliteImage.ts"
 import { startServer } from "./support/TestServer.ts"
 
 const dataDirs: Array<string> = []
@@ -69,11 +69,9 @@ describe("embedded database files", () => {
 
   it("a data directory an older version left open is tightened at start", async () => {
     const dataDir = freshDataDir()
-    // What PGlite writes by itself: a cluster of 0666 files.
-    mkdirSync(join(dataDir, "pglite"), { recursive: true })
-    const db = await PGlite.create(join(dataDir, "pglite"))
-    await db.exec("CREATE TABLE leftover (x int); INSERT INTO leftover VALUES (1)")
-    await db.close()
+    // What PGlite writes by itself: a cluster of 0666 files (PgliteImage's, made by PGlite in this process and copied
+    // with its modes, which spares this test initdb and the migrations).
+    await seedDataDir(dataDir)
     writeFileSync(join(dataDir, "secrets.json"), `${JSON.stringify({ adminToken: "a".repeat(43) })}\n`, {
       mode: 0o644
     })

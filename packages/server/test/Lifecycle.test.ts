@@ -7,6 +7,7 @@ import { createServer, request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { seedDataDir } from "./support/PgliteImage.ts"
 import { type SpawnedServer, spawnServer } from "./support/ServerProcess.ts"
 import { freePort } from "./support/TestServer.ts"
 
@@ -18,6 +19,13 @@ afterAll(() => {
 const freshDataDir = () => {
   const dir = mkdtempSync(join(tmpdir(), "kassa-lifecycle-"))
   dataDirs.push(dir)
+  return dir
+}
+
+/** A data directory holding a migrated database: none of these tests is about a first start (PgliteImage). */
+const migratedDataDir = async () => {
+  const dir = freshDataDir()
+  await seedDataDir(dir)
   return dir
 }
 
@@ -61,7 +69,7 @@ describe("start and stop", () => {
     const squatter = createServer()
     await new Promise<void>((resolve) => squatter.listen(serverPort, "127.0.0.1", resolve))
     try {
-      const started = start({ KASSA_PORT: String(serverPort), KASSA_DATA_DIR: freshDataDir() })
+      const started = start({ KASSA_PORT: String(serverPort), KASSA_DATA_DIR: await migratedDataDir() })
       expect(await started.exited).not.toBe(0)
       expect(started.output()).toContain(`ListenError: cannot listen on 127.0.0.1:${serverPort}`)
       expect(started.output()).toContain("EADDRINUSE")
@@ -92,7 +100,7 @@ describe("start and stop", () => {
       KASSA_ENV: "production",
       KASSA_ALLOW_EMBEDDED: "1",
       KASSA_PORT: String(serverPort),
-      KASSA_DATA_DIR: freshDataDir(),
+      KASSA_DATA_DIR: await migratedDataDir(),
       ...secrets
     })
     await waitForHealth(started, serverPort)
@@ -117,7 +125,7 @@ describe("start and stop", () => {
   }, 120_000)
 
   it("SIGTERM lets an in-flight request finish, then exits cleanly; a restart finds the same data", async () => {
-    const dataDir = freshDataDir()
+    const dataDir = await migratedDataDir()
     const serverPort = await freePort()
     const env = { KASSA_PORT: String(serverPort), KASSA_DATA_DIR: dataDir }
     const first = start(env)

@@ -25,7 +25,7 @@ import {
 } from "./support/LivePaymentFixture.ts"
 import { operatorRequest } from "./support/OperatorRequests.ts"
 import { errorCode, eventsOf, fetchPayment, paidPayment, query, type WirePayment } from "./support/PaymentFixtures.ts"
-import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
+import { databases, type RunningServer, startServer, testPasswordCost } from "./support/TestServer.ts"
 
 describe.each(databases)("live refunds on %s", (database) => {
   let fake: FakeStripe
@@ -33,7 +33,7 @@ describe.each(databases)("live refunds on %s", (database) => {
 
   beforeAll(async () => {
     fake = await startFakeStripe({ apiVersion })
-    server = await startServer(database, { stripeApiUrl: fake.url })
+    server = await startServer(database, { stripeApiUrl: fake.url }, { passwordCost: testPasswordCost })
     // These cases cover Stripe's answers and the background round: Stripe's events are kept (still recorded in
     // `fake.events`) so they cannot settle a refund first; LiveRefundEvents.test.ts sends them.
     fake.hold()

@@ -99,7 +99,7 @@ describe.each(databases)("metrics on %s", (database) => {
     ).toBe(3)
     expect(sampleValue(samples, "kassa_http_requests_total", { ...route, status: "404" })).toBeGreaterThanOrEqual(1)
     expect(
-      sampleValue(samples, "kassa_http_requests_total", { route: "unmatched", status: "404" })
+      sampleValue(samples, "kassa_http_requests_total", { method: "GET", route: "unmatched", status: "404" })
     ).toBeGreaterThanOrEqual(1)
     expect(sampleValue(samples, "kassa_http_request_duration_seconds_count", route)).toBe(
       sampleValue(samples, "kassa_http_requests_total", route)

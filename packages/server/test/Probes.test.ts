@@ -8,9 +8,10 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Duration } from "effect"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { holdDatabase } from "./support/HeldDatabase.ts"
 import { query } from "./support/PaymentFixtures.ts"
+import { seedDataDir } from "./support/PgliteImage.ts"
 import { spawnServer } from "./support/ServerProcess.ts"
 import { databases, freePort, startServer } from "./support/TestServer.ts"
 
@@ -82,6 +83,8 @@ describe.each(databases)("probes on %s", (database) => {
 
 describe("a production process", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "kassa-probes-"))
+  // A migrated database (PgliteImage): the test is about the stop, not a first start (initdb, the migrations).
+  beforeAll(() => seedDataDir(dataDir))
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }))
 
   const start = spawnServer

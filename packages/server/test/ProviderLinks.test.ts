@@ -15,7 +15,7 @@ import { apiVersion, subscribedEvents } from "../src/providers/StripeConnector.t
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { operatorRequest } from "./support/OperatorRequests.ts"
-import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
+import { databases, type RunningServer, startServer, testPasswordCost } from "./support/TestServer.ts"
 
 const base = "/admin/api/v1"
 
@@ -58,7 +58,11 @@ describe.each(databases)("provider links on %s", (database) => {
         logged.push(args.map((arg) => (typeof arg === "string" ? arg : JSON.stringify(arg))).join(" "))
       })
     }
-    server = await startServer(database, { stripeApiUrl: fake.url }, { logLevel: "All" })
+    server = await startServer(
+      database,
+      { stripeApiUrl: fake.url },
+      { logLevel: "All", passwordCost: testPasswordCost }
+    )
   })
   afterAll(async () => {
     await server.close()

@@ -30,7 +30,13 @@ import {
   type WireError,
   type WirePayment
 } from "./support/PaymentFixtures.ts"
-import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+import {
+  databases,
+  type RunningServer,
+  startServer,
+  type TestApplication,
+  testPasswordCost
+} from "./support/TestServer.ts"
 
 describe.each(databases)("tenancy on %s", (database) => {
   let server: RunningServer
@@ -148,7 +154,7 @@ describe.each(databases)("live tenancy on %s", (database) => {
   let stranger: LinkedApplication
   beforeAll(async () => {
     fake = await startFakeStripe({ apiVersion })
-    server = await startServer(database, { stripeApiUrl: fake.url })
+    server = await startServer(database, { stripeApiUrl: fake.url }, { passwordCost: testPasswordCost })
     owner = await linkedApplication(server, fake)
     stranger = await linkedApplication(server, fake)
   })

@@ -8,7 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
 import { createUser, DashboardClient, type DashboardUser } from "./support/DashboardClient.ts"
 import { paidPayment, query } from "./support/PaymentFixtures.ts"
-import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
+import {
+  databases,
+  type RunningServer,
+  startServer,
+  type TestApplication,
+  testPasswordCost
+} from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
 const token = "sekret-token-4711"
@@ -25,7 +31,7 @@ describe.each(databases)("webhook URL masking on %s", (database) => {
   beforeAll(async () => {
     receiver = await startReceiver()
     receiver.answer({ status: 200, body: "ok" })
-    server = await startServer(database)
+    server = await startServer(database, {}, { passwordCost: testPasswordCost })
     url = receiver.url(`/masked?token=${token}`)
     shop = await server.createApplication({ name: "Masked shop", webhook_url: url })
     users.owner = await createUser(server, { roles: [[shop.application.id, "owner"]] })

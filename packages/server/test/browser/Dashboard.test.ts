@@ -10,7 +10,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { checkAccessible, launch, screenshot } from "../support/Browser.ts"
 import { createUser, DashboardClient, type DashboardUser } from "../support/DashboardClient.ts"
-import { type RunningServer, startServer, type TestApplication } from "../support/TestServer.ts"
+import { type RunningServer, startServer, type TestApplication, testPasswordCost } from "../support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "../support/WebhookReceiver.ts"
 
 /** What a hostile webhook receiver answers: markup that would run if the dashboard did not escape it. */
@@ -31,7 +31,7 @@ describe("dashboards in Chromium", () => {
   const contexts: Array<BrowserContext> = []
 
   beforeAll(async () => {
-    server = await startServer("pglite")
+    server = await startServer("pglite", {}, { passwordCost: testPasswordCost })
     shop = await server.createApplication({ name: "Corner Bakery", return_url_host: "127.0.0.1" })
     pending = await server.createApplication({ name: "Fresh Flowers", status: "pending_review" })
     owner = await createUser(server, { roles: [[shop.application.id, "owner"]] })
