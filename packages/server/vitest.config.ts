@@ -15,6 +15,12 @@ if (!haveBrowser) {
 
 export default mergeConfig(shared, {
   test: {
+    // One worker process runs file after file, keeping the modules it imported: without this, every file starts a new
+    // process that imports the whole server through vite's transform again and runs it on a cold JIT (about 3 s of
+    // CPU before its first test, and a slower first server). No test here mocks modules or changes process-wide state
+    // that it does not restore; a file's servers and processes are closed in its own afterAll. Metrics are
+    // process-wide, so a test reads them as differences (test/Metrics.test.ts).
+    isolate: false,
     exclude: [...configDefaults.exclude, ...(haveBrowser ? [] : ["test/browser/**"])]
   }
 })
