@@ -6,9 +6,5 @@ import shared from "../../vitest.shared.ts"
 // tests than cores do not finish a file sooner; they only stretch every test toward its timeout (on 2 cores, 5 at
 // once made single-invocation tests take 10 s). So at most one concurrent test per core (and vitest's 5 at most).
 export default mergeConfig(shared, {
-  test: {
-    maxConcurrency: Math.min(5, Math.max(1, availableParallelism())),
-    // The tests run the built `kassa`: built first, once (test/build.ts).
-    globalSetup: ["test/build.ts"]
-  }
+  test: { maxConcurrency: Math.min(5, Math.max(1, availableParallelism())) }
 })

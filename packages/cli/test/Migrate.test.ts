@@ -23,7 +23,7 @@ const scratchDatabase = async () => {
   return Object.assign(new URL(postgresUrl), { pathname: `/${name}` }).toString()
 }
 
-// Loading the server and starting its database takes seconds on this shared 2-core machine.
+// Loading the server from its TypeScript sources takes seconds on this shared 2-core machine.
 const timeoutMs = 60_000
 
 describe.skipIf(!databases.includes("postgres"))("kassa migrate on PostgreSQL", () => {

@@ -14,7 +14,7 @@ afterAll(() => {
   rmSync(cwd, { recursive: true, force: true })
 })
 
-// `kassa serve` loads the whole server (its build), starts PGlite (WebAssembly), migrates and seeds
+// `kassa serve` loads the whole server from its TypeScript sources, starts PGlite (WebAssembly), migrates and seeds
 // the demo application: about 5 s of CPU, 8–10 s to a healthy /healthz on this 2-core machine under load. The health
 // wait and the test get room for a machine several times slower, not the shared 30 s.
 const healthWaitMs = 60_000

@@ -1,8 +1,8 @@
-/** Runs `kassa` as a process, as built (`dist/main.js`, which the global setup builds), with stdin not a terminal. */
+/** Runs `kassa` as a process, from its sources, with stdin not a terminal. */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
-export const mainPath = fileURLToPath(new URL("../dist/main.js", import.meta.url))
+export const mainPath = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 
 export interface CliResult {
   readonly code: number | null
@@ -27,7 +27,7 @@ export const kassa = (
   } = {}
 ) =>
   new Promise<CliResult>((resolve, reject) => {
-    const child = spawn(process.execPath, [mainPath, ...args], {
+    const child = spawn(process.execPath, ["--conditions=@kassa/source", mainPath, ...args], {
       env: { ...cleanEnv(), ...options.env },
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       stdio: ["pipe", "pipe", "pipe"]
@@ -78,7 +78,7 @@ export const start = (
   env: Record<string, string> = {},
   options: { readonly cwd?: string } = {}
 ) => {
-  const child = spawn(process.execPath, [mainPath, ...args], {
+  const child = spawn(process.execPath, ["--conditions=@kassa/source", mainPath, ...args], {
     env: { ...cleanEnv(), ...env },
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     stdio: ["pipe", "pipe", "pipe"]
