@@ -20,6 +20,8 @@ const paidAnswer = checkout({ _tag: "Paid", customer })
 const unpaid = checkout({ _tag: "Unpaid" })
 const asyncFailed = checkout({ _tag: "Failed" })
 const expired = checkout({ _tag: "Expired" })
+const cancelledAnswer = checkout({ _tag: "Cancelled" })
+const unclosable: ProviderSettlement.CloseAnswer = { _tag: "Unclosable", expires_at: DateTime.add(t0, { minutes: 15 }) }
 const noAnswer: ProviderSettlement.CloseAnswer = { _tag: "NoAnswer", reason: "timeout" }
 const refundAnswer = (id: RefundId, amount: number, status: ProviderRefundStatus, createdAt = t0): ProviderAnswer => ({
   _tag: "Refund",
@@ -467,10 +469,16 @@ describe("properties", () => {
     fc.assert(
       fc.property(
         anything,
-        fc.constantFrom<ProviderSettlement.CloseAnswer>(open, paidAnswer, unpaid, asyncFailed, expired, {
-          _tag: "NoAnswer",
-          reason: "timeout"
-        }),
+        fc.constantFrom<ProviderSettlement.CloseAnswer>(
+          open,
+          paidAnswer,
+          unpaid,
+          asyncFailed,
+          expired,
+          cancelledAnswer,
+          unclosable,
+          { _tag: "NoAnswer", reason: "timeout" }
+        ),
         ([payment], answer) => {
           const decision = ProviderSettlement.decideClose(payment, "cancel", answer, context)
           const cancelledNow = decision.settlement.payment.status === "cancelled" && payment.status !== "cancelled"
@@ -480,6 +488,72 @@ describe("properties", () => {
         }
       )
     )
+  })
+})
+
+describe("a provider that says cancelled, or will not close (decisions §11, Mollie)", () => {
+  it("cancelled at the provider (the customer) → cancelled with payment.cancelled", () => {
+    const settlement = ProviderSettlement.apply(pendingPayment({ mode: "live" }), cancelledAnswer, context)
+    assert.strictEqual(settlement.payment.status, "cancelled")
+    assert.deepStrictEqual(settlement.events, ["payment.cancelled"])
+  })
+
+  it("cancelled at the provider after Kassa's expiry asked for it → expired with payment.expired", () => {
+    const settlement = ProviderSettlement.apply(pendingPayment({ mode: "live" }), cancelledAnswer, {
+      ...context,
+      closing: "expire"
+    })
+    assert.strictEqual(settlement.payment.status, "expired")
+    assert.deepStrictEqual(settlement.events, ["payment.expired"])
+  })
+
+  it("a paid payment the provider reports cancelled stays paid and is flagged", () => {
+    const settlement = ProviderSettlement.apply(paidPayment({ mode: "live" }), cancelledAnswer, context)
+    assert.strictEqual(settlement.payment.status, "paid")
+    assert.strictEqual(settlement.discrepancy?.kind, "unpaid_after_paid")
+  })
+
+  it("cancel the provider cannot carry out is honoured in Kassa: cancelled with its event, no error", () => {
+    const decision = ProviderSettlement.decideClose(pendingPayment({ mode: "live" }), "cancel", unclosable, context)
+    assert.isNull(decision.error)
+    assert.strictEqual(decision.settlement.payment.status, "cancelled")
+    assert.deepStrictEqual(decision.settlement.events, ["payment.cancelled"])
+  })
+
+  it("paid at the provider after such a cancel: stays cancelled, flagged 'paid after final' for a person to refund", () => {
+    const cancelled = ProviderSettlement.decideClose(pendingPayment({ mode: "live" }), "cancel", unclosable, context)
+    const later = ProviderSettlement.apply(cancelled.settlement.payment, paidAnswer, context)
+    assert.strictEqual(later.payment.status, "cancelled")
+    assert.deepStrictEqual(later.events, [])
+    assert.strictEqual(later.discrepancy?.kind, "paid_after_final")
+  })
+
+  it("expiry the provider cannot carry out leaves the payment pending and asks again (at the provider's expiry)", () => {
+    const payment = pendingPayment({ mode: "live" })
+    const decision = ProviderSettlement.decideClose(payment, "expire", unclosable, context)
+    assert.isNull(decision.error)
+    assert.deepStrictEqual(decision.settlement.payment, payment)
+    assert.isTrue(decision.settlement.askAgain)
+  })
+
+  it("an unclosable answer read alone changes nothing", () => {
+    const payment = pendingPayment({ mode: "live" })
+    assert.deepStrictEqual(ProviderSettlement.apply(payment, unclosable, context).payment, payment)
+  })
+
+  it("chargebacks and authorizations awaiting capture are listed for operators; the payment does not change", () => {
+    const paid = paidPayment({ mode: "live", amount: 2_500 })
+    const [chargeback, ...rest] = ProviderSettlement.attentionOf(paid, { chargedBack: 2_500, awaitingCapture: false })
+    assert.strictEqual(chargeback?.kind, "charged_back")
+    assert.include(chargeback?.message ?? "", "25.00")
+    assert.deepStrictEqual(rest, [])
+    const pending = pendingPayment({ mode: "live" })
+    const held = ProviderSettlement.attentionOf(pending, { chargedBack: 0, awaitingCapture: true })
+    assert.deepStrictEqual(
+      held.map((entry) => entry.kind),
+      ["awaiting_capture"]
+    )
+    assert.deepStrictEqual(ProviderSettlement.attentionOf(paid, { chargedBack: 0, awaitingCapture: false }), [])
   })
 })
 

@@ -236,13 +236,15 @@ export class OperatorProviderAccountsApi extends HttpApiGroup.make("operatorProv
       error: [ErrorEnvelope.NotFound, ErrorEnvelope.ValidationFailed, ErrorEnvelope.ProviderError]
     }).annotateMerge(
       OpenApi.annotations({
-        summary: "Link a Stripe account",
+        summary: "Link a Stripe or Mollie account",
         description:
-          "Checks the key with Stripe (a key Stripe refuses: 422 on `secret_key`, nothing stored), creates a webhook " +
-          "endpoint at Stripe for `{base_url}/provider-webhooks/stripe/{link_id}` and stores the key and the endpoint's " +
-          "secret encrypted. A previous link is retired (its endpoint deleted at Stripe, best effort); it still settles, " +
-          "cancels and refunds the payments it opened. Stripe not answering, or refusing the endpoint (it must reach the " +
-          "base URL): 502 `provider_error`, nothing stored."
+          "Checks the key with the provider named by `provider` (a key it refuses: 422 on `secret_key`, nothing stored). " +
+          "Stripe: creates a webhook endpoint there for `{base_url}/provider-webhooks/stripe/{link_id}` and stores the " +
+          "key and the endpoint's secret encrypted. Mollie: stores the key encrypted, no endpoint (each payment names " +
+          "`{base_url}/provider-webhooks/mollie/{link_id}`; `webhook_endpoint_id` is null). A previous link, of either " +
+          "provider, is retired (its endpoint deleted at Stripe, best effort); it still settles, cancels and refunds the " +
+          "payments it opened. The provider not answering in time, or refusing the endpoint (it must reach the base " +
+          "URL): 502 `provider_error`, nothing stored and nothing left at the provider."
       })
     ),
     HttpApiEndpoint.get("show", "/applications/:id/provider-account", {
@@ -251,7 +253,7 @@ export class OperatorProviderAccountsApi extends HttpApiGroup.make("operatorProv
       error: ErrorEnvelope.NotFound
     }).annotateMerge(
       OpenApi.annotations({
-        summary: "Show the linked Stripe account",
+        summary: "Show the linked provider account",
         description: "The active link; 404 `not_found` when none is linked. The key is shown only as `key_display`."
       })
     ),
@@ -261,10 +263,11 @@ export class OperatorProviderAccountsApi extends HttpApiGroup.make("operatorProv
       error: ErrorEnvelope.NotFound
     }).annotateMerge(
       OpenApi.annotations({
-        summary: "Retire the linked Stripe account",
+        summary: "Retire the linked provider account",
         description:
           "New live payments are refused until another account is linked; the retired link still settles, cancels and " +
-          "refunds the payments it opened. Its webhook endpoint is deleted at Stripe, best effort. 404 when none is linked."
+          "refunds the payments it opened. Its webhook endpoint (Stripe) is deleted at the provider, best effort. 404 when " +
+          "none is linked."
       })
     )
   )
@@ -281,6 +284,7 @@ export class OperatorPaymentsApi extends HttpApiGroup.make("operatorPayments")
         ErrorEnvelope.PaymentNotRefundable,
         ErrorEnvelope.RefundAmountExceedsRefundable,
         ErrorEnvelope.PaymentBusy,
+        ErrorEnvelope.ProviderError,
         ErrorEnvelope.ValidationFailed
       ]
     }).annotateMerge(
@@ -290,9 +294,11 @@ export class OperatorPaymentsApi extends HttpApiGroup.make("operatorPayments")
           'A live refund requested by service staff, of any application (decisions §10, "Live refunds"): by default ' +
           "all that is still refundable. The amount is reserved as a `pending` refund, then asked of the payment " +
           "provider with the refund's id as Idempotency-Key; the answer is the payment after the provider's answer " +
-          "(the refund `succeeded`, `failed`, or still `pending` while the provider has not answered; Kassa asks " +
-          "again in the background). A test payment: 409 `payment_not_refundable` (test payments are refunded " +
-          "through the merchant API with a test key)."
+          "(the refund `succeeded`, or still `pending` while the provider has not answered; Kassa asks again in the " +
+          "background). A refund the provider refuses (Mollie: a second refund of the same amount within an hour) " +
+          "is recorded `failed`, its amount released, and answered 502 `provider_error` with the provider's reason. " +
+          "A test payment: 409 `payment_not_refundable` (test payments are refunded through the merchant API with " +
+          "a test key)."
       })
     )
   )

@@ -219,30 +219,66 @@ export const AuditList = Schema.Struct({ data: Schema.Array(AuditEntryView), has
   identifier: "AuditList"
 })
 
+/** The payment providers an application's live payments can go through (decisions §10, §11). */
+export const LinkProvider = Schema.Literals(["stripe", "mollie"])
+export type LinkProvider = typeof LinkProvider.Type
+
 /**
- * `PUT /applications/{id}/provider-account` (decisions §10): a Stripe secret or restricted key, live or test. Checked
- * here for its form (a publishable `pk_` key is the usual mistake), then with Stripe.
+ * The form of each provider's key, checked before the provider hears of it (a publishable `pk_` key, or a Mollie
+ * organization token, is the usual mistake): Stripe's secret or restricted keys (decisions §10); Mollie's API keys,
+ * `live_` or `test_` and 30 characters in Mollie's own examples (decisions §11; research/mollie.md §7).
+ */
+const keyForms: Readonly<Record<LinkProvider, { readonly pattern: RegExp; readonly message: string }>> = {
+  stripe: {
+    pattern: /^[sr]k_(?:live|test)_[0-9A-Za-z]{8,247}$/,
+    message:
+      "secret_key must be a Stripe secret or restricted key (sk_live_…, rk_live_…, sk_test_… or rk_test_…), never a publishable pk_ key"
+  },
+  mollie: {
+    pattern: /^(?:live|test)_[0-9A-Za-z]{8,247}$/,
+    message:
+      "secret_key must be a Mollie API key (live_… or test_…); organization access tokens (access_…) and OAuth are not supported yet"
+  }
+}
+
+/**
+ * `PUT /applications/{id}/provider-account` (decisions §10, §11): the provider, required (the specification's body
+ * names it; there is no default), and its secret key, live or test, checked here for the provider's key form, then
+ * with the provider.
  */
 export const LinkProviderBody = Schema.Struct({
-  provider: Schema.Literal("stripe").annotate({ message: "provider must be stripe" }),
+  provider: LinkProvider.annotate({ message: "provider must be stripe or mollie" }),
   secret_key: Schema.String.check(
-    Schema.isPattern(/^[sr]k_(?:live|test)_[0-9A-Za-z]{8,247}$/, {
-      message:
-        "secret_key must be a Stripe secret or restricted key (sk_live_…, rk_live_…, sk_test_… or rk_test_…), never a publishable pk_ key"
-    })
+    Schema.isMaxLength(256, { message: "secret_key must be at most 256 characters" })
   ).annotate({ description: "Shown this once: stored encrypted, then only as `key_display`." })
-}).annotate({ identifier: "LinkProviderBody" })
+})
+  .check(
+    Schema.makeFilter(
+      (body) =>
+        keyForms[body.provider].pattern.test(body.secret_key) || {
+          path: ["secret_key"],
+          issue: keyForms[body.provider].message
+        },
+      { expected: "the provider's secret key" }
+    )
+  )
+  .annotate({ identifier: "LinkProviderBody" })
 
-/** A provider link (decisions §10): the key only as its display form, never again whole. */
+/** A provider link (decisions §10, §11): the key only as its display form, never again whole. */
 export const ProviderLinkView = Schema.Struct({
-  provider: Schema.Literal("stripe"),
-  account_id: Schema.String.annotate({ description: "The provider's account (`acct_…`) the key opens." }),
-  key_display: Schema.String.annotate({ description: "Kind, mode and last four characters: `rk_live_…wxyz`." }),
-  livemode: Schema.Boolean.annotate({
-    description: "False for a test key: live payments then use Stripe's test cards."
+  provider: LinkProvider,
+  account_id: Schema.String.annotate({
+    description: "The provider's account the key opens: Stripe's account (`acct_…`), Mollie's profile (`pfl_…`)."
   }),
-  webhook_endpoint_id: Schema.String.annotate({
-    description: "The endpoint (`we_…`) Stripe posts this link's events to."
+  key_display: Schema.String.annotate({
+    description: "Kind, mode and last four characters: `rk_live_…wxyz`, `live_…wxyz`."
+  }),
+  livemode: Schema.Boolean.annotate({
+    description: "False for a test key: live payments then use the provider's test payments."
+  }),
+  webhook_endpoint_id: Schema.NullOr(Schema.String).annotate({
+    description:
+      "The endpoint (`we_…`) Stripe posts this link's events to; null for Mollie, whose payments each name the link's URL."
   }),
   status: Schema.Literals(["active", "retired"]),
   linked_at: Timestamp.Timestamp,

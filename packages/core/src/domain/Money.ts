@@ -58,3 +58,31 @@ export const formatPlain = (amount: number, currency: string): string => {
   const digits = minorUnitDigits(currency)
   return `${(amount / 10 ** digits).toFixed(digits)} ${currency}`
 }
+
+/**
+ * An amount in minor units as a decimal string in major units with exactly the currency's ISO 4217 decimals, for
+ * providers that take money as text (Mollie's `value`): `toDecimalString(1000, "EUR")` is `"10.00"`, JPY `"1000"`,
+ * KWD 1234 `"1.234"`. Integer arithmetic on the digits only: a float (`amount / 100`) would round large amounts.
+ */
+export const toDecimalString = (amount: number, currency: string): string => {
+  if (!Number.isSafeInteger(amount) || amount < 0) throw new RangeError(`not an amount in minor units: ${amount}`)
+  const digits = minorUnitDigits(currency)
+  if (digits === 0) return String(amount)
+  const text = String(amount).padStart(digits + 1, "0")
+  return `${text.slice(0, -digits)}.${text.slice(-digits)}`
+}
+
+/**
+ * The inverse of {@link toDecimalString}: a provider's decimal string in major units as minor units, or null when it
+ * is not one (a sign, an exponent, more decimals than the currency has, or beyond 2^53−1). Fewer decimals are padded
+ * (`"10.5"` EUR is 1050), since a provider may drop trailing zeros.
+ */
+export const fromDecimalString = (value: string, currency: string): number | null => {
+  const match = /^(\d+)(?:\.(\d+))?$/.exec(value)
+  if (match === null) return null
+  const digits = minorUnitDigits(currency)
+  const fraction = match[2] ?? ""
+  if (fraction.length > digits) return null
+  const minor = Number(`${match[1]}${fraction.padEnd(digits, "0")}`)
+  return Number.isSafeInteger(minor) ? minor : null
+}

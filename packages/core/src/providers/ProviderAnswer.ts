@@ -23,13 +23,16 @@ export type CustomerDetails = typeof CustomerDetails.Type
  * - `Unpaid`: complete but the money has not arrived (a delayed method: `payment_status: unpaid`).
  * - `Failed`: a delayed method failed after the checkout completed (`checkout.session.async_payment_failed`).
  * - `Expired`: closed without payment; nobody can pay it any more.
+ * - `Cancelled`: closed without payment because someone cancelled it: the customer at the provider, or Kassa's own
+ *   close (Mollie's `canceled`; Stripe reports a close as `Expired`).
  */
 export const CheckoutState = Schema.TaggedUnion({
   Open: {},
   Paid: { customer: CustomerDetails },
   Unpaid: {},
   Failed: {},
-  Expired: {}
+  Expired: {},
+  Cancelled: {}
 })
 export type CheckoutState = typeof CheckoutState.Type
 
@@ -64,12 +67,14 @@ export type NoAnswerReason = typeof NoAnswerReason.Type
 export const ProviderAnswer = Schema.TaggedUnion({
   Checkout: { state: CheckoutState },
   Refund: { refund: RefundState },
-  NoAnswer: { reason: NoAnswerReason }
+  NoAnswer: { reason: NoAnswerReason },
+  // The provider will not close an open checkout (Mollie: not `isCancelable`); it stays payable until `expires_at`.
+  Unclosable: { expires_at: Timestamp }
 })
 export type ProviderAnswer = typeof ProviderAnswer.Type
 
 /** The answer to a close request (expire or cancel at the provider), or the read that follows it. */
-export type CloseAnswer = Extract<ProviderAnswer, { readonly _tag: "Checkout" | "NoAnswer" }>
+export type CloseAnswer = Extract<ProviderAnswer, { readonly _tag: "Checkout" | "NoAnswer" | "Unclosable" }>
 
 /** The checkout visit Kassa recorded before sending the customer to the provider (`payer.ip`, `user_agent`). */
 export interface CheckoutVisit {

@@ -8,6 +8,7 @@
  */
 import { DateTime, Result, Schema } from "effect"
 import { RefundId } from "../domain/Ids.ts"
+import { formatPlain } from "../domain/Money.ts"
 import type { Payer, Payment, PaymentStatus, Refund } from "../domain/Payment.ts"
 import type { EventName } from "../domain/WebhookEvent.ts"
 import { PaymentNotCancellable, ProviderError } from "../errors/ApiError.ts"
@@ -39,7 +40,11 @@ export const DiscrepancyKind = Schema.Literals([
   // A refund the provider had confirmed is now failed (decisions §10: failed, recomputed, no event).
   "refund_failed_after_success",
   // The provider reports a refund Kassa cannot hold: on a payment never paid, or beyond what is refundable.
-  "refund_not_recordable"
+  "refund_not_recordable",
+  // The payer's bank took money back (a chargeback, a dispute); the payment's status does not change.
+  "charged_back",
+  // The provider holds an authorization that needs a capture Kassa does not make (Mollie's `authorized`).
+  "awaiting_capture"
 ])
 export type DiscrepancyKind = typeof DiscrepancyKind.Type
 
@@ -119,6 +124,9 @@ const settleOrStay = (
     onSuccess: fromTransition
   })
 
+const cancelOrStay = (payment: Payment) =>
+  Result.match(PaymentStateMachine.cancel(payment), { onFailure: () => unchanged(payment), onSuccess: fromTransition })
+
 /** §10's table for a checkout: complete+paid → paid, complete+unpaid → pending, failed → failed, expired → expired. */
 const applyCheckout = (payment: Payment, state: CheckoutState, context: SettlementContext): Settlement => {
   if (payment.status === "pending") {
@@ -131,17 +139,17 @@ const applyCheckout = (payment: Payment, state: CheckoutState, context: Settleme
       case "Failed":
         return settleOrStay(payment, "failed", { now: context.now })
       case "Expired":
-        return context.closing === "cancel"
-          ? Result.match(PaymentStateMachine.cancel(payment), {
-              onFailure: () => unchanged(payment),
-              onSuccess: fromTransition
-            })
-          : settleOrStay(payment, "expired", { now: context.now })
+        return context.closing === "cancel" ? cancelOrStay(payment) : settleOrStay(payment, "expired", context)
+      case "Cancelled":
+        // The customer cancelled at the provider, or Kassa's own close: an expiry's close ends `expired`.
+        return context.closing === "expire"
+          ? settleOrStay(payment, "expired", { now: context.now })
+          : cancelOrStay(payment)
     }
   }
   if (paidStatuses.has(payment.status)) {
     // A checkout never leaves paid at the provider: Open/Unpaid are older reads; Failed/Expired contradict.
-    return state._tag === "Failed" || state._tag === "Expired"
+    return state._tag === "Failed" || state._tag === "Expired" || state._tag === "Cancelled"
       ? flagged(
           payment,
           "unpaid_after_paid",
@@ -279,12 +287,44 @@ export const apply = (payment: Payment, answer: ProviderAnswer, context: Settlem
   switch (answer._tag) {
     case "NoAnswer":
       return unchanged(payment, true)
+    case "Unclosable":
+      // Only ever an answer to a close ({@link decideClose}); read alone it says the checkout is still open.
+      return unchanged(payment)
     case "Checkout":
       return applyCheckout(payment, answer.state, context)
     case "Refund":
       return applyRefund(payment, answer.refund, context.now)
   }
 }
+
+/**
+ * What a checkout reading asks operators to look at besides its state (decisions §11's table): money the payer's
+ * bank took back, and an authorization awaiting a capture Kassa does not make. Neither changes the payment; the
+ * caller records each once (an open discrepancy with the same kind and message is not recorded again).
+ */
+export const attentionOf = (
+  payment: Payment,
+  reading: { readonly chargedBack: number; readonly awaitingCapture: boolean }
+): ReadonlyArray<Discrepancy> => [
+  ...(reading.chargedBack > 0
+    ? [
+        {
+          kind: "charged_back" as const,
+          refund_id: null,
+          message: `The payer's bank took back ${formatPlain(reading.chargedBack, payment.currency)} of the ${payment.status} payment (a chargeback or dispute)`
+        }
+      ]
+    : []),
+  ...(reading.awaitingCapture && payment.status === "pending"
+    ? [
+        {
+          kind: "awaiting_capture" as const,
+          refund_id: null,
+          message: "The provider holds an authorization that needs a capture; Kassa does not capture payments yet"
+        }
+      ]
+    : [])
+]
 
 /**
  * A close request's outcome: the settlement to store (possibly unchanged), and for cancel the error to answer
@@ -317,7 +357,11 @@ export const decideClose = (
   context: SettlementContext
 ): CloseDecision => {
   const closedAs: PaymentStatus = purpose === "cancel" ? "cancelled" : "expired"
-  if (payment.status === closedAs && answer._tag === "Checkout" && answer.state._tag === "Expired") {
+  if (
+    payment.status === closedAs &&
+    answer._tag === "Checkout" &&
+    (answer.state._tag === "Expired" || answer.state._tag === "Cancelled")
+  ) {
     // The provider's `expired` event, applied with this close recorded, got there first: this close succeeded.
     return { settlement: unchanged(payment), error: null }
   }
@@ -335,8 +379,19 @@ export const decideClose = (
         : null
   })
   if (answer._tag === "NoAnswer") return noDecision()
+  if (answer._tag === "Unclosable") {
+    // The provider keeps the checkout payable until its own expiry (decisions §11): a cancel is honoured in Kassa
+    // alone (the caller keeps reading the provider; money taken later is a `paid_after_final` discrepancy), an
+    // expiry waits for the provider's time.
+    if (purpose === "expire") return { settlement: unchanged(payment, true), error: null }
+    return Result.match(PaymentStateMachine.cancel(payment), {
+      onFailure: (error) => ({ settlement: unchanged(payment), error }),
+      onSuccess: (transition) => ({ settlement: fromTransition(transition), error: null })
+    })
+  }
   const state = answer.state
   switch (state._tag) {
+    case "Cancelled":
     case "Expired": {
       if (purpose === "expire")
         return { settlement: settleOrStay(payment, "expired", { now: context.now }), error: null }
