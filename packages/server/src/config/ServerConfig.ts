@@ -34,6 +34,8 @@ export interface ServerSettings {
   readonly databaseStatementTimeout: Duration.Duration
   /** Where the Stripe SDK sends its requests (protocol, host and port only): Stripe, or a fake in tests. */
   readonly stripeApiUrl: string
+  /** Where the Mollie SDK sends its requests (protocol, host and port only): Mollie, or a fake in tests. */
+  readonly mollieApiUrl: string
   /** Port of the separate `/metrics` listener; none → no metrics listener (never on the public port). */
   readonly metricsPort: Option.Option<number>
   /** Address the metrics listener binds (loopback unless the operator opens it). */
@@ -128,6 +130,7 @@ export const settings: Config.Config<ServerSettings> = Config.all({
     Config.withDefault(Duration.seconds(30))
   ),
   stripeApiUrl: Config.NonEmptyString("KASSA_STRIPE_API_URL").pipe(Config.withDefault("https://api.stripe.com")),
+  mollieApiUrl: Config.NonEmptyString("KASSA_MOLLIE_API_URL").pipe(Config.withDefault("https://api.mollie.com")),
   metricsPort: Config.option(Config.Port("KASSA_METRICS_PORT")),
   metricsHost: Config.NonEmptyString("KASSA_METRICS_HOST").pipe(Config.withDefault("127.0.0.1")),
   // KASSA_OTLP_URL wins over OpenTelemetry's standard variable when both are set.
@@ -161,6 +164,7 @@ export const settings: Config.Config<ServerSettings> = Config.all({
     ({ baseUrl, ...rest }): ServerSettings => ({
       ...rest,
       stripeApiUrl: trimSlash(rest.stripeApiUrl),
+      mollieApiUrl: trimSlash(rest.mollieApiUrl),
       baseUrl: Option.match(baseUrl, {
         onNone: () => `http://localhost:${rest.port}`,
         onSome: (url) => trimSlash(url.toString())
@@ -191,22 +195,25 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
   if (base === null || (base.protocol !== "http:" && base.protocol !== "https:") || base.hostname === "") {
     found.push(`KASSA_BASE_URL must be an absolute http:// or https:// address (got ${JSON.stringify(loaded.baseUrl)})`)
   }
-  // The Stripe SDK takes a protocol, a host and a port: a path or query would be dropped without a word, and the
-  // secret key must not travel in clear text to a real Stripe.
-  const stripe = URL.parse(loaded.stripeApiUrl)
-  if (
-    stripe === null ||
-    (stripe.protocol !== "http:" && stripe.protocol !== "https:") ||
-    stripe.hostname === "" ||
-    stripe.pathname !== "/" ||
-    stripe.search !== "" ||
-    stripe.username !== ""
-  ) {
-    found.push(
-      `KASSA_STRIPE_API_URL must be an https:// address with no path, such as https://api.stripe.com (got ${JSON.stringify(loaded.stripeApiUrl)})`
-    )
-  } else if (loaded.environment === "production" && stripe.protocol !== "https:") {
-    found.push("KASSA_STRIPE_API_URL must be https:// in production: the Stripe secret key travels with every call")
+  // The provider SDKs take a protocol, a host and a port (Mollie's adds its own `/v2/…` paths): a path or query
+  // would be dropped without a word, and the secret key must not travel in clear text to a real provider.
+  for (const [name, value, example, provider] of [
+    ["KASSA_STRIPE_API_URL", loaded.stripeApiUrl, "https://api.stripe.com", "Stripe"],
+    ["KASSA_MOLLIE_API_URL", loaded.mollieApiUrl, "https://api.mollie.com", "Mollie"]
+  ] as const) {
+    const url = URL.parse(value)
+    if (
+      url === null ||
+      (url.protocol !== "http:" && url.protocol !== "https:") ||
+      url.hostname === "" ||
+      url.pathname !== "/" ||
+      url.search !== "" ||
+      url.username !== ""
+    ) {
+      found.push(`${name} must be an https:// address with no path, such as ${example} (got ${JSON.stringify(value)})`)
+    } else if (loaded.environment === "production" && url.protocol !== "https:") {
+      found.push(`${name} must be https:// in production: the ${provider} secret key travels with every call`)
+    }
   }
   if (loaded.environment === "production") {
     for (const [name, value] of [
@@ -312,6 +319,7 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       keepAliveTimeout: Duration.seconds(65),
       databaseStatementTimeout: Duration.seconds(30),
       stripeApiUrl: "https://api.stripe.com",
+      mollieApiUrl: "https://api.mollie.com",
       metricsPort: Option.none(),
       metricsHost: "127.0.0.1",
       otlpUrl: Option.none(),
