@@ -3,16 +3,15 @@
  * Stripe behind `KASSA_STRIPE_API_URL`: the key checked with Stripe, the webhook endpoint created, the key and the
  * endpoint secret encrypted at rest and never shown or logged again, a relink retiring the previous link and its
  * endpoint, retire, the admin token required, one application's link never shown for another, and every change in
- * the audit log.
+ * the audit log. The operator dashboard's side: ProviderLinksDashboard.test.ts; slow providers: ProviderLinksDeadline.test.ts;
+ * Mollie and moving between providers: ProviderLinksMollie.test.ts.
  */
-import type { Ids } from "@kassa/core"
 import { Effect, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest"
 import { AuditLog } from "../src/audit/AuditLog.ts"
 import { keyDisplay, ProviderLinks } from "../src/providers/ProviderLinks.ts"
 import { apiVersion, subscribedEvents } from "../src/providers/StripeConnector.ts"
-import { createUser, DashboardClient } from "./support/DashboardClient.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { operatorRequest } from "./support/OperatorRequests.ts"
 import { databases, type RunningServer, startServer, testPasswordCost } from "./support/TestServer.ts"
@@ -207,16 +206,36 @@ describe.each(databases)("provider links on %s", (database) => {
     expect(await rows(application.id)).toEqual([])
     expect(endpointCreates().length).toBe(before)
     expect((await request(`/applications/${application.id}/provider-account`)).status).toBe(404)
+    // Audited as a refused link, by the key's display form only (the middleware records successes only).
+    const page = await server.run(
+      Effect.flatMap(Effect.service(AuditLog), (audit) => audit.list({ applicationId: application.id, limit: 10 }))
+    )
+    expect(page.entries.map((entry) => [entry.action, entry.actor, entry.details])).toEqual([
+      [
+        "provider_account.link_refused",
+        "admin token",
+        {
+          provider: "stripe",
+          key_display: "sk_live_…zzzz",
+          reason: "LinkRefused",
+          message: expect.stringContaining("Stripe refused the key")
+        }
+      ]
+    ])
+    expect(JSON.stringify(page.entries)).not.toContain(unknown)
   })
 
-  it("a publishable key, another provider or an unknown field is refused before Stripe hears of it", async () => {
+  it("a publishable key, another provider's key, no provider or an unknown field is refused before Stripe hears of it", async () => {
     const { application } = await server.createApplication()
     const calls = fake.requests.length
     for (const body of [
       { provider: "stripe", secret_key: "pk_live_0123456789abcdef" },
       { provider: "mollie", secret_key: "sk_live_0123456789abcdef" },
       { provider: "stripe", secret_key: "sk_live_0123456789abcdef", extra: true },
-      { provider: "stripe" }
+      { provider: "stripe" },
+      // §10's body names the provider: there is no default.
+      { secret_key: "sk_live_0123456789abcdef" },
+      { provider: "adyen", secret_key: "sk_live_0123456789abcdef" }
     ]) {
       const response = await request(`/applications/${application.id}/provider-account`, { method: "PUT", body })
       expect(response.status).toBe(422)
@@ -373,10 +392,10 @@ describe.each(databases)("provider links on %s", (database) => {
     expect((await request(`/applications/${second.id}/provider-account`)).body).toEqual(other)
   })
 
-  it("every change is audited under the application, never with the key", async () => {
+  it("every change is audited under the application with the dashboard's details, never with the key", async () => {
     const { application } = await server.createApplication()
-    const key = newKey({ livemode: true }).key
-    await linked(application.id, key)
+    const account = newKey({ livemode: true })
+    const body = await linked(application.id, account.key)
     await request(`/applications/${application.id}/provider-account`)
     await request(`/applications/${application.id}/provider-account`, { method: "DELETE" })
     const page = await server.run(
@@ -384,110 +403,36 @@ describe.each(databases)("provider links on %s", (database) => {
     )
     expect(page.entries.map((entry) => entry.action)).toEqual([
       "operator_api.provideraccounts.retire",
-      "operator_api.provideraccounts.link"
+      "provider_account.retired",
+      "operator_api.provideraccounts.link",
+      "provider_account.linked"
     ])
+    const [, retired, , linkedEntry] = page.entries
+    const display = `sk_live_…${account.key.slice(-4)}`
+    expect(linkedEntry?.details).toEqual({
+      provider: "stripe",
+      account_id: account.accountId,
+      livemode: true,
+      key_display: display,
+      webhook_endpoint_id: body.webhook_endpoint_id,
+      retired_link: null
+    })
+    expect(retired?.details).toEqual({
+      provider: "stripe",
+      account_id: account.accountId,
+      key_display: display,
+      webhook_endpoint_id: body.webhook_endpoint_id,
+      endpoint_deleted: true
+    })
     expect(page.entries.every((entry) => entry.actor === "admin token")).toBe(true)
-    expect(JSON.stringify(page.entries)).not.toContain(key)
-  })
-
-  describe("the operator dashboard's application page", () => {
-    const pageOf = (id: string) => `/dashboard/operator/applications/${id}`
-    const signedInAdmin = async () => DashboardClient.signIn(server, await createUser(server, { operatorAdmin: true }))
-    const audited = (applicationId: Ids.ApplicationId) =>
-      server.run(Effect.flatMap(Effect.service(AuditLog), (audit) => audit.list({ applicationId, limit: 10 })))
-
-    it("shows no link, links a key (CSRF-checked, audited), shows it by display form only, and retires it", async () => {
-      const { application } = await server.createApplication()
-      const client = await signedInAdmin()
-      const empty = await client.get(pageOf(application.id))
-      expect(empty.status).toBe(200)
-      expect(empty.html).toContain("No payment provider account is linked")
-
-      const account = newKey({ livemode: true, restricted: true })
-      const forged = await client.post(
-        `${pageOf(application.id)}/provider-account`,
-        { secret_key: account.key },
-        {
-          csrf: "forged-token"
-        }
-      )
-      expect(forged.status).toBe(403)
-      expect(await rows(application.id)).toEqual([])
-
-      await client.get(pageOf(application.id))
-      const posted = await client.post(`${pageOf(application.id)}/provider-account`, { secret_key: account.key })
-      expect(posted.status, posted.html).toBe(303)
-      expect(posted.location).toBe(`${pageOf(application.id)}?notice=provider_linked`)
-      const shown = await client.get(posted.location ?? "")
-      answers.push(shown.html)
-      expect(shown.html).toContain(account.accountId)
-      expect(shown.html).toContain(`rk_live_…${account.key.slice(-4)}`)
-      expect(shown.html).toContain("The payment provider account is linked")
-
-      const linkedEntry = (await audited(application.id)).entries[0]
-      expect(linkedEntry).toMatchObject({
-        action: "provider_account.linked",
-        details: { account_id: account.accountId, livemode: true, key_display: `rk_live_…${account.key.slice(-4)}` }
-      })
-      expect(JSON.stringify(linkedEntry)).not.toContain(account.key)
-
-      const [row] = await rows(application.id)
-      const retired = await client.post(`${pageOf(application.id)}/provider-account/retire`)
-      expect(retired.status).toBe(303)
-      expect(retired.location).toBe(`${pageOf(application.id)}?notice=provider_retired`)
-      const after = await client.get(retired.location ?? "")
-      expect(after.html).toContain("No payment provider account is linked")
-      expect((await rows(application.id))[0]?.status).toBe("retired")
-      expect(
-        fake.requests.some((r) => r.method === "DELETE" && r.path.endsWith(String(row?.webhook_endpoint_id)))
-      ).toBe(true)
-      expect((await audited(application.id)).entries[0]).toMatchObject({
-        action: "provider_account.retired",
-        details: { account_id: account.accountId, endpoint_deleted: true }
-      })
-      // Nothing left to retire.
-      expect((await client.post(`${pageOf(application.id)}/provider-account/retire`)).status).toBe(409)
-    })
-
-    it("a refused or malformed key is shown as the problem, never echoed, and nothing is stored", async () => {
-      const { application } = await server.createApplication()
-      const client = await signedInAdmin()
-      await client.get(pageOf(application.id))
-      const unknown = `sk_live_${"w".repeat(36)}`
-      stripeKeys.push(unknown)
-      const refused = await client.post(`${pageOf(application.id)}/provider-account`, { secret_key: unknown })
-      answers.push(refused.html)
-      expect(refused.status).toBe(422)
-      expect(refused.html).toContain("Stripe refused the key")
-      const publishable = await client.post(`${pageOf(application.id)}/provider-account`, {
-        secret_key: "pk_live_0123456789abcdef"
-      })
-      expect(publishable.status).toBe(422)
-      expect(publishable.html).toContain("never a publishable pk_ key")
-      expect(publishable.html).not.toContain("pk_live_0123456789abcdef")
-      fake.inject({ method: "GET", path: "/v1/account" }, { kind: "status", status: 503 })
-      const unavailable = await client.post(`${pageOf(application.id)}/provider-account`, {
-        secret_key: newKey({ livemode: true }).key
-      })
-      answers.push(unavailable.html)
-      expect(unavailable.status).toBe(502)
-      expect(unavailable.html).toContain("Stripe did not answer")
-      expect(await rows(application.id)).toEqual([])
-    })
-
-    it("an application's member who is not an operator admin gets 404 and links nothing", async () => {
-      const { application } = await server.createApplication()
-      const owner = await createUser(server, { roles: [[application.id, "owner"]] })
-      const client = await DashboardClient.signIn(server, owner)
-      await client.get(`/dashboard/apps/${application.id}`)
-      const key = newKey({ livemode: true }).key
-      expect((await client.post(`${pageOf(application.id)}/provider-account`, { secret_key: key })).status).toBe(404)
-      expect(await rows(application.id)).toEqual([])
-    })
+    expect(JSON.stringify(page.entries)).not.toContain(account.key)
   })
 
   it("the key's display form: kind, mode and last four", () => {
     expect(keyDisplay("rk_live_51Habcdefwxyz")).toBe("rk_live_…wxyz")
     expect(keyDisplay("sk_test_0000abcd")).toBe("sk_test_…abcd")
+    // Mollie's API keys (decisions §11).
+    expect(keyDisplay("live_dHar4XY7LxsDOtmnkVtjNVWXLSlXsMwxyz")).toBe("live_…wxyz")
+    expect(keyDisplay("test_dHar4XY7LxsDOtmnkVtjNVWXLSlXsM")).toBe("test_…lXsM")
   })
 })

@@ -179,8 +179,7 @@ describe.each(databases)("stored rows on %s", (database) => {
           accountId: "acct_rows",
           livemode: false,
           secretKey: Redacted.make(`sk_test_${"r".repeat(24)}`),
-          webhookEndpointId: "we_rows",
-          endpointSecret: Redacted.make(`whsec_${"r".repeat(24)}`)
+          endpoint: Option.some({ id: "we_rows", secret: Redacted.make(`whsec_${"r".repeat(24)}`) })
         })
       )
     )

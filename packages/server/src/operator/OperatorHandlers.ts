@@ -14,6 +14,7 @@ import {
 } from "@kassa/core"
 import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import type { SecureRandom } from "effect/crypto"
+import type { HttpServerRequest } from "effect/http"
 import { HttpApi, HttpApiBuilder } from "effect/http-api"
 import { type ApiKeyRecord, ApiKeyRepository, type IssuedApiKey } from "../applications/ApiKeyRepository.ts"
 import {
@@ -341,23 +342,38 @@ export const ProviderAccountsHandlers = HttpApiBuilder.group(
     const applications = yield* ApplicationRepository
     const links = yield* ProviderLinks
     const linking = yield* ProviderLinking
+    const clientAddress = yield* ClientAddress
     const find = findApplication(applications)
+    // The admin token as the audit entries' actor, as for the refund below.
+    const adminActor = (request: HttpServerRequest.HttpServerRequest) => ({
+      label: "admin token",
+      userId: null,
+      ip: clientAddress.text(request)
+    })
 
     return handlers
       .handle(
         "link",
-        Effect.fn("Operator.linkProviderAccount")(function* ({ params, payload }) {
+        // Audited by ProviderLinking (linked, or refused by the provider) with the dashboard's details.
+        Effect.fn("Operator.linkProviderAccount")(function* ({ params, payload, request }) {
           const application = yield* find(params.id)
-          const { link } = yield* linking.link(application.id, Redacted.make(payload.secret_key)).pipe(
-            Effect.catchTags({
-              LinkRefused: (refused: LinkRefused) =>
-                Effect.fail(RequestValidation.validationFailed({ secret_key: [refused.message] })),
-              EndpointRefused: (refused: EndpointRefused) =>
-                Effect.fail(new ApiError.ProviderError({ message: refused.message })),
-              ProviderUnavailable: (unavailable: ProviderUnavailable) =>
-                Effect.fail(new ApiError.ProviderError({ message: unavailable.message }))
+          const { link } = yield* linking
+            .link({
+              applicationId: application.id,
+              provider: payload.provider,
+              secretKey: Redacted.make(payload.secret_key),
+              actor: adminActor(request)
             })
-          )
+            .pipe(
+              Effect.catchTags({
+                LinkRefused: (refused: LinkRefused) =>
+                  Effect.fail(RequestValidation.validationFailed({ secret_key: [refused.message] })),
+                EndpointRefused: (refused: EndpointRefused) =>
+                  Effect.fail(new ApiError.ProviderError({ message: refused.message })),
+                ProviderUnavailable: (unavailable: ProviderUnavailable) =>
+                  Effect.fail(new ApiError.ProviderError({ message: unavailable.message }))
+              })
+            )
           return toView(link)
         })
       )
@@ -370,9 +386,10 @@ export const ProviderAccountsHandlers = HttpApiBuilder.group(
       )
       .handle(
         "retire",
-        Effect.fn("Operator.retireProviderAccount")(function* ({ params }) {
+        Effect.fn("Operator.retireProviderAccount")(function* ({ params, request }) {
           const application = yield* find(params.id)
-          return toView(yield* Effect.fromOption(yield* linking.retire(application.id), noLink))
+          const retired = yield* linking.retire(application.id, adminActor(request))
+          return toView(yield* Effect.fromOption(retired, noLink))
         })
       )
   })

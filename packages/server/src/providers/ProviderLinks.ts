@@ -1,8 +1,9 @@
 /**
- * Provider links (issue 12 §2, decisions §10): the provider account an operator linked to an application. Rows are
- * decoded with SqlSchema; the secret key and the webhook endpoint's signing secret are sealed with SecretBox under the
- * server's encryption key before they are written, and opened only to build a {@link LinkAccess} for a provider call.
- * The key's display form is the only form ever shown again.
+ * Provider links (issue 12 §2, decisions §10, §11): the provider account an operator linked to an application. Rows
+ * are decoded with SqlSchema; the secret key and the webhook endpoint's signing secret are sealed with SecretBox under
+ * the server's encryption key before they are written, and opened only to build a {@link LinkAccess} for a provider
+ * call. The key's display form is the only form ever shown again. A provider whose webhook is named on each payment
+ * (Mollie) has no endpoint: its link has neither an endpoint id nor a secret (0012_mollie_links).
  */
 import { Ids, Text } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Redacted, Schema } from "effect"
@@ -24,8 +25,8 @@ const LinkRow = Schema.Struct({
   livemode: Schema.Boolean,
   key_display: Schema.String,
   secret_key_encrypted: Schema.String,
-  webhook_endpoint_id: Schema.String,
-  webhook_secret_encrypted: Schema.String,
+  webhook_endpoint_id: Schema.NullOr(Schema.String),
+  webhook_secret_encrypted: Schema.NullOr(Schema.String),
   status: LinkStatus,
   linked_at: Columns.Timestamp,
   retired_at: Columns.NullableTimestamp,
@@ -41,12 +42,13 @@ export interface StoredLink {
   readonly accountId: string
   readonly livemode: boolean
   readonly keyDisplay: string
-  readonly webhookEndpointId: string
+  /** Null for a provider with no endpoint (Mollie). */
+  readonly webhookEndpointId: string | null
   readonly status: LinkStatus
   readonly linkedAt: DateTime.Utc
   readonly retiredAt: DateTime.Utc | null
   readonly endpointRetiredAt: DateTime.Utc | null
-  readonly sealed: { readonly secretKey: string; readonly endpointSecret: string }
+  readonly sealed: { readonly secretKey: string; readonly endpointSecret: string | null }
 }
 
 const toStored = (row: LinkRow): StoredLink => ({
@@ -64,7 +66,7 @@ const toStored = (row: LinkRow): StoredLink => ({
   sealed: { secretKey: row.secret_key_encrypted, endpointSecret: row.webhook_secret_encrypted }
 })
 
-/** The link of decisions §10 as the operator API, the CLI and the dashboard show it. */
+/** The link of decisions §10 and §11 as the operator API, the CLI and the dashboard show it. */
 export const toView = (link: StoredLink) => ({
   provider: link.provider,
   account_id: link.accountId,
@@ -77,11 +79,11 @@ export const toView = (link: StoredLink) => ({
 })
 
 /**
- * `rk_live_…wxyz`: the key's kind and mode, and its last four characters (what Stripe's dashboard shows), enough to
- * tell two keys apart and nothing to use.
+ * `rk_live_…wxyz` (Stripe), `live_…wxyz` (Mollie): the key's kind and mode, and its last four characters (what the
+ * providers' dashboards show), enough to tell two keys apart and nothing to use.
  */
 export const keyDisplay = (key: string): string => {
-  const prefix = /^[a-z]{2}_(?:live|test)_/.exec(key)?.[0] ?? ""
+  const prefix = /^(?:[a-z]{2}_)?(?:live|test)_/.exec(key)?.[0] ?? ""
   return `${prefix}…${key.slice(-4)}`
 }
 
@@ -92,8 +94,11 @@ export interface NewLink {
   readonly accountId: string
   readonly livemode: boolean
   readonly secretKey: Redacted.Redacted<string>
-  readonly webhookEndpointId: string
-  readonly endpointSecret: Redacted.Redacted<string>
+  /** The provider's endpoint for this link's events; none for a provider whose webhook is named per payment. */
+  readonly endpoint: Option.Option<{
+    readonly id: string
+    readonly secret: Redacted.Redacted<string>
+  }>
 }
 
 export class ProviderLinks extends Context.Service<
@@ -161,8 +166,11 @@ export class ProviderLinks extends Context.Service<
                     VALUES (${input.id}, ${input.applicationId}, ${input.provider}, ${Text.toStorable(input.accountId)},
                       ${input.livemode}, ${keyDisplay(Redacted.value(input.secretKey))},
                       ${SecretBox.seal(encryptionKey, Redacted.value(input.secretKey))},
-                      ${Text.toStorable(input.webhookEndpointId)},
-                      ${SecretBox.seal(encryptionKey, Redacted.value(input.endpointSecret))}, 'active', ${at})
+                      ${Option.match(input.endpoint, { onNone: () => null, onSome: (endpoint) => Text.toStorable(endpoint.id) })},
+                      ${Option.match(input.endpoint, {
+                        onNone: () => null,
+                        onSome: (endpoint) => SecretBox.seal(encryptionKey, Redacted.value(endpoint.secret))
+                      })}, 'active', ${at})
                     RETURNING *
                   `
                 )
@@ -184,7 +192,13 @@ export class ProviderLinks extends Context.Service<
         access: (link) => ({
           id: link.id,
           secretKey: Effect.sync(() => Redacted.make(SecretBox.open(encryptionKey, link.sealed.secretKey))),
-          endpointSecret: Effect.sync(() => Redacted.make(SecretBox.open(encryptionKey, link.sealed.endpointSecret)))
+          endpointSecret: Effect.suspend(() => {
+            const sealed = link.sealed.endpointSecret
+            // Only a connector with endpoints asks for it, and only for its own links.
+            return sealed === null
+              ? Effect.die(new Error(`provider link ${link.id} has no webhook endpoint secret`))
+              : Effect.sync(() => Redacted.make(SecretBox.open(encryptionKey, sealed)))
+          })
         })
       })
     })
