@@ -1,6 +1,8 @@
 /**
- * `pnpm bench` (issue 12): the server's CPU per live create, with the fake Stripe answering at once, against a
- * test-mode create on the same server. Target: live ≤ 1.5 × test. Figures, not a test.
+ * `pnpm bench` (issue 12, issue 21 §9): the server's CPU per live create, with the fake Stripe and the fake Mollie
+ * answering at once, against a test-mode create on the same server. Target: live ≤ 1.5 × test for both providers.
+ * Figures, not a test. (Mollie: a second application linked to the fake Mollie behind its own TLS terminator; its
+ * creates alternate with the others'.)
  *
  * One Kassa process (`src/main.ts`, production settings, the Node flags of `npm start`) on a scratch PostgreSQL
  * database; one application with a test and a live key, its Stripe account linked through the operator API. The
@@ -69,6 +71,7 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import autocannon from "autocannon"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
+import { startFakeMollie } from "../test/support/FakeMollie.ts"
 import { startFakeStripe } from "../test/support/FakeStripe.ts"
 import {
   cpuSeconds,
@@ -210,8 +213,10 @@ const creates = async (child: ChildProcess, key: string, duration: number, rate?
 
 const database = scratchDatabase("kassa_bench_live")
 const fake = await startFakeStripe({ apiVersion })
+const fakeMollie = await startFakeMollie()
 const tls = certificate()
 const stripe = await terminateTls(tls, fake.port)
+const mollie = await terminateTls(tls, Number(new URL(fakeMollie.url).port))
 await database.create()
 let kassa: ChildProcess | undefined
 try {
@@ -225,6 +230,7 @@ try {
       KASSA_ENV: "production",
       KASSA_DATA_DIR: join(root, ".kassa-bench"),
       KASSA_STRIPE_API_URL: stripe.url,
+      KASSA_MOLLIE_API_URL: mollie.url,
       NODE_EXTRA_CA_CERTS: tls.cert
     },
     nodeFlags
@@ -232,25 +238,36 @@ try {
   const server = kassa
   await waitFor(`${base}/healthz`, (status) => status < 500)
   const { applicationId, testKey, liveKey } = await seedKeys(database.url, adminToken)
-  const account = fake.addAccount({ livemode: true })
-  const linked = await fetch(`${base}/admin/api/v1/applications/${applicationId}/provider-account`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-    body: JSON.stringify({ provider: "stripe", secret_key: account.key })
+  // A second application, linked to Mollie: a Mollie create measured beside the Stripe one (issue 21 §9).
+  const mollieShop = await seedKeys(database.url, adminToken)
+  const link = async (application: string, body: Record<string, string>) => {
+    const linked = await fetch(`${base}/admin/api/v1/applications/${application}/provider-account`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
+    if (linked.status !== 200) throw new Error(`linking failed: ${linked.status} ${await linked.text()}`)
+  }
+  await link(applicationId, { provider: "stripe", secret_key: fake.addAccount({ livemode: true }).key })
+  await link(mollieShop.applicationId, {
+    provider: "mollie",
+    secret_key: fakeMollie.addProfile({ livemode: true }).key
   })
-  if (linked.status !== 200) throw new Error(`linking failed: ${linked.status} ${await linked.text()}`)
-  const probe = await fetch(`${base}/api/v1/payments`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${liveKey}`, "content-type": "application/json" },
-    body: JSON.stringify({ amount: 1000, order_reference: "bench-probe" })
-  })
-  if (probe.status !== 201) throw new Error(`a live create failed: ${probe.status} ${await probe.text()}`)
+  for (const key of [liveKey, mollieShop.liveKey]) {
+    const probe = await fetch(`${base}/api/v1/payments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ amount: 1000, order_reference: `bench-probe-${crypto.randomUUID()}` })
+    })
+    if (probe.status !== 201) throw new Error(`a live create failed: ${probe.status} ${await probe.text()}`)
+  }
 
   const only = process.env.KASSA_BENCH_ONLY
   const kinds = (
     [
       ["test", testKey],
-      ["live", liveKey]
+      ["live", liveKey],
+      ["mollie", mollieShop.liveKey]
     ] as const
   ).filter(([kind]) => only === undefined || kind === only)
   // Not measured: the pools open lazily, the JIT warms up, Stripe's client and its TLS connections are made.
@@ -276,6 +293,7 @@ try {
   }
 
   const sessions = fake.sessions().length
+  const molliePayments = fakeMollie.payments().length
   const rows = scenarios.map(([scenario]) => {
     const of = (kind: string) => {
       const runs = results.get(`${scenario} ${kind}`) ?? []
@@ -289,24 +307,24 @@ try {
     }
     const test = of("test")
     const live = of("live")
+    const mollieLive = of("mollie")
     return {
       scenario,
-      "test req/s": Math.round(test.rps),
-      "live req/s": Math.round(live.rps),
-      "test / live CPU µs/req": `${Math.round(test.cpu)} / ${Math.round(live.cpu)}`,
+      "test / stripe / mollie req/s": `${Math.round(test.rps)} / ${Math.round(live.rps)} / ${Math.round(mollieLive.rps)}`,
+      "test / stripe / mollie CPU µs/req": `${Math.round(test.cpu)} / ${Math.round(live.cpu)} / ${Math.round(mollieLive.cpu)}`,
       "live/test CPU": Number((live.cpu / test.cpu).toFixed(2)),
-      "test p50/p99 ms": `${test.p50} / ${test.p99}`,
-      "live p50/p99 ms": `${live.p50} / ${live.p99}`,
-      errors: test.errors + live.errors
+      "mollie/test CPU": Number((mollieLive.cpu / test.cpu).toFixed(2)),
+      "stripe / mollie p50/p99 ms": `${live.p50}/${live.p99} / ${mollieLive.p50}/${mollieLive.p99}`,
+      errors: test.errors + live.errors + mollieLive.errors
     }
   })
   console.table(rows)
   console.log(
-    `Medians of ${rounds} alternating round(s) of ${seconds} s; ${sessions} Checkout Sessions created at the fake over ${stripe.connections()} TLS connection(s). ` +
+    `Medians of ${rounds} alternating round(s) of ${seconds} s; ${sessions} Checkout Sessions created at the fake Stripe over ${stripe.connections()} TLS connection(s), ${molliePayments} payments at the fake Mollie over ${mollie.connections()}. ` +
       `Target: live/test CPU ≤ ${target}. Load average (1 min) during the runs: ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)}. ` +
       `Kassa's Node flags: ${nodeFlags.join(" ")}.`
   )
-  const over = rows.filter((row) => !(row["live/test CPU"] <= target))
+  const over = rows.filter((row) => !(row["live/test CPU"] <= target && row["mollie/test CPU"] <= target))
   if (over.length > 0) {
     console.log(
       `Over the target: ${over.map((row) => row.scenario).join(", ")} (profile with KASSA_BENCH_NODE_FLAGS=--cpu-prof).`
@@ -316,7 +334,9 @@ try {
   kassa?.kill("SIGTERM")
   if (kassa !== undefined && kassa.exitCode === null) await new Promise((resolve) => kassa?.once("exit", resolve))
   await stripe.close()
+  await mollie.close()
   await fake.close()
+  await fakeMollie.close()
   rmSync(tls.dir, { recursive: true, force: true })
   await database.drop()
 }

@@ -249,6 +249,7 @@ const measureLive = async (appId: Ids.ApplicationId) => {
         checkouts.opened({
           paymentId: stuckId,
           checkoutId: `cs_bench_${id}`,
+          providerPaymentId: null,
           url: "https://checkout.stripe.com/c/pay/bench",
           expiresAt: DateTime.addDuration(now, Duration.hours(1)),
           now

@@ -123,6 +123,66 @@ describe.each(databases)("the dashboard's view of Stripe on %s", (database) => {
     expect(page.html).toContain('href="/dashboard/operator/provider"')
   })
 
+  it("refunds a 'paid after final' payment in full at Stripe with one click: once, audited, the payment unchanged", async () => {
+    const linked = await linkedApplication(server, fake)
+    const payment = await overduePayment(linked)
+    // Kassa cancelled it; the customer paid at Stripe anyway (decisions §11, "paid after cancel").
+    await query(server, (sql) => sql`UPDATE payments SET status = 'cancelled' WHERE id = ${payment.id}`)
+    const [row] = await query(
+      server,
+      (sql) => sql`
+        INSERT INTO provider_discrepancies (payment_id, kind, message, detected_at)
+        VALUES (${payment.id}, 'paid_after_final', 'The provider took the money of a cancelled payment', now())
+        RETURNING id
+      `
+    )
+    const discrepancyId = String(row?.id)
+    const page = await operatorClient.get("/dashboard/operator/provider")
+    expect(page.html).toContain("<td>Stripe</td>")
+    expect(page.html).toContain("paid after final")
+    expect(page.html).toContain("Refund in full at Stripe")
+    const refundCalls = () =>
+      fake.requests.filter((request) => request.method === "POST" && request.path === "/v1/refunds").length
+    const before = refundCalls()
+
+    const forged = await operatorClient.post(
+      "/dashboard/operator/provider/refund",
+      { discrepancy_id: discrepancyId },
+      { csrf: false }
+    )
+    expect(forged.status).toBe(403)
+    expect(refundCalls()).toBe(before)
+
+    const refunded = await operatorClient.post("/dashboard/operator/provider/refund", { discrepancy_id: discrepancyId })
+    expect(refunded.status, refunded.html).toBe(303)
+    expect(refunded.location).toBe("/dashboard/operator/provider?notice=discrepancy_refunded")
+    expect(refundCalls()).toBe(before + 1)
+    const [resolved] = await query(
+      server,
+      (sql) => sql`SELECT resolved_at, resolution FROM provider_discrepancies WHERE id = ${discrepancyId}`
+    )
+    expect(resolved?.resolved_at).not.toBeNull()
+    expect(String(resolved?.resolution)).toMatch(/^Refunded 10\.00 EUR at Stripe \(re_/)
+    expect(await statusOf(payment.id)).toBe("cancelled")
+    expect((await eventsOf(server, payment.id)).map((event) => event.event)).toEqual([])
+
+    // Clicked again (a second tab): nothing more is refunded, and the page says why.
+    const again = await operatorClient.post("/dashboard/operator/provider/refund", { discrepancy_id: discrepancyId })
+    expect(again.status).toBe(200)
+    expect(again.html).toContain("Only an open")
+    expect(refundCalls()).toBe(before + 1)
+    const [audited] = await query(
+      server,
+      (sql) =>
+        sql`SELECT actor, details FROM audit_log WHERE action = 'provider.discrepancy_refund' AND target = ${payment.id} ORDER BY id`
+    )
+    expect(audited?.actor).toBe(admin.email)
+    expect(JSON.stringify(audited?.details)).toContain("Refunded")
+
+    const unknown = await operatorClient.post("/dashboard/operator/provider/refund", { discrepancy_id: "999999999" })
+    expect(unknown.status).toBe(404)
+  })
+
   it("reads an overdue payment from Stripe now: paid, with its event, and audited", async () => {
     const linked = await linkedApplication(server, fake)
     const payment = await overduePayment(linked)

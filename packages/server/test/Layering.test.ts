@@ -29,7 +29,7 @@ const layers: ReadonlyArray<readonly [layer: string, folders: ReadonlyArray<stri
   ["webhook delivery", ["webhooks"]],
   ["retention", ["retention"]],
   ["users", ["users"]],
-  ["provider connector", ["providers"]],
+  ["provider connector", ["providers", "providers/mollie", "providers/stripe"]],
   ["applications", ["applications"]],
   ["audit log", ["audit"]],
   ["secrets", ["security"]],

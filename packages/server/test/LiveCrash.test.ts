@@ -18,193 +18,29 @@
  * connections. On the embedded database (PGlite in the data directory, served by pglite-socket inside the server
  * process) kill -9 takes the database's process with it, so what must hold is that every commit was on disk when it
  * was answered. The test reads the data directory itself while the server is down (PGlite serves one process), so it
- * sees exactly what a restart finds; the next request starts the server again.
+ * sees exactly what a restart finds; the next request starts the server again. The installation and the process to
+ * kill are support/CrashableServer.ts, shared with LiveCrashMollie.test.ts.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { NodeCrypto } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { Application } from "@kassa/core"
-import { Effect, Layer, Option, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
-import { ApplicationRepository } from "../src/applications/ApplicationRepository.ts"
-import { ServerConfig } from "../src/config/ServerConfig.ts"
-import * as Database from "../src/database/Database.ts"
-import { ServerSecrets } from "../src/security/ServerSecrets.ts"
+import { crashableServer, type Installation, install } from "./support/CrashableServer.ts"
 import { type FakeStripe, type Fault, startFakeStripe } from "./support/FakeStripe.ts"
-import { seedDataDir } from "./support/PgliteImage.ts"
-import { scratchDatabase } from "./support/ScratchDatabase.ts"
-import { type SpawnedServer, spawnServer, untilHealthy } from "./support/ServerProcess.ts"
-import { type DatabaseKind, databases, freePort } from "./support/TestServer.ts"
+import { databases, freePort } from "./support/TestServer.ts"
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
-interface Answer {
-  readonly status: number
-  readonly text: string
-  readonly headers: Headers
-}
-
-interface CallInit {
-  readonly method?: string
-  readonly key: string
-  readonly body?: unknown
-  readonly headers?: object
-}
-
-type Statements<A> = (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>
-
-/** Where the scenarios' server processes keep their data, seeded with an application before the first start. */
-interface Installation {
-  readonly adminToken: string
-  /** A server process's settings here (besides its port, base URL and Stripe). */
-  readonly env: Record<string, string>
-  /** An active application with one live key, made through the repositories. */
-  readonly application: { readonly id: string; readonly key: string }
-  /** Runs statements on the database from this process: on PGlite only while no server runs (it serves one). */
-  readonly direct: <A>(statements: Statements<A>) => Promise<A>
-  readonly exclusive: boolean
-  readonly remove: () => Promise<void>
-}
-
 const application = { name: "Teapot shop", return_url_host: "shop.example" }
 const webhookSecret = `whsec_${"T".repeat(32)}`
-
-/** A database of its own on the PostgreSQL server. */
-const onPostgres = async (): Promise<Installation> => {
-  const db = scratchDatabase("live_crash")
-  await db.create()
-  return {
-    adminToken: db.adminToken,
-    env: db.serverEnv(),
-    application: await db.seedApplication(application, { mode: "live", webhookSecret }),
-    direct: (statements) =>
-      db.run(
-        Effect.gen(function* () {
-          return yield* statements(yield* PgClient.PgClient)
-        })
-      ),
-    exclusive: false,
-    remove: db.drop
-  }
-}
-
-/** A data directory of its own, holding a migrated database (PgliteImage: the test is not about a first start). */
-const onPglite = async (): Promise<Installation> => {
-  const dataDir = mkdtempSync(join(tmpdir(), "kassa-live-crash-embedded-"))
-  await seedDataDir(dataDir)
-  const adminToken = "live-crash-embedded-admin-token-0123456789"
-  const secretKey = "live-crash-embedded-secret-key-0123456789"
-  /** The data directory opened in this process. */
-  const embedded = <A>(
-    effect: Effect.Effect<A, unknown, SqlClient.SqlClient | ApplicationRepository | ApiKeyRepository>
-  ) =>
-    Effect.runPromise(
-      effect.pipe(
-        Effect.provide(
-          Layer.mergeAll(ApplicationRepository.layer, ApiKeyRepository.layer).pipe(
-            Layer.provideMerge(Database.layer),
-            Layer.provideMerge(ServerSecrets.layer),
-            Layer.provideMerge(NodeCrypto.layer),
-            Layer.provide(
-              ServerConfig.layerWith({
-                databaseUrl: Option.none(),
-                dataDir,
-                adminToken: Option.some(Redacted.make(adminToken)),
-                secretKey: Option.some(Redacted.make(secretKey))
-              })
-            )
-          )
-        ),
-        Effect.scoped
-      )
-    )
-  const seeded = await embedded(
-    Effect.gen(function* () {
-      const made = yield* (yield* ApplicationRepository).create(
-        { ...Application.defaults, status: "active", ...application },
-        webhookSecret
-      )
-      const issued = yield* (yield* ApiKeyRepository).issue(made.id, "live")
-      return { id: made.id, key: issued.key }
-    })
-  )
-  return {
-    adminToken,
-    // No DATABASE_URL (whatever this process has): the embedded database in `dataDir`.
-    env: {
-      KASSA_DATA_DIR: dataDir,
-      KASSA_ADMIN_TOKEN: adminToken,
-      KASSA_SECRET_KEY: secretKey,
-      KASSA_ENV: "development"
-    },
-    application: seeded,
-    direct: (statements) =>
-      embedded(
-        Effect.gen(function* () {
-          return yield* statements(yield* SqlClient.SqlClient)
-        })
-      ),
-    exclusive: true,
-    remove: async () => rmSync(dataDir, { recursive: true, force: true })
-  }
-}
-
-const install = (database: DatabaseKind) => (database === "postgres" ? onPostgres() : onPglite())
 
 describe.each(databases)("a server on %s killed between its Stripe call and the commit", (database) => {
   let installation: Installation
   let port = 0
   let fake: FakeStripe
-  let server: SpawnedServer | undefined
-
-  /** Starts `node src/main.ts` on the installation unless it runs. */
-  const up = async () => {
-    if (server !== undefined) return
-    const child = spawnServer({
-      ...installation.env,
-      KASSA_PORT: String(port),
-      KASSA_BASE_URL: `http://127.0.0.1:${port}`,
-      KASSA_STRIPE_API_URL: fake.url
-    })
-    try {
-      await untilHealthy(child, port, 90_000)
-    } catch (error) {
-      child.child.kill("SIGKILL")
-      throw error
-    }
-    server = child
-  }
-
-  /** `kill -9`, resolved once the process is gone. */
-  const kill = async () => {
-    const child = server?.child
-    server = undefined
-    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
-    const exited = new Promise((resolve) => child.once("exit", resolve))
-    child.kill("SIGKILL")
-    await exited
-  }
-
-  /** A request to the server (started first if it is down), its answer read whole. */
-  const request = async (path: string, init: CallInit): Promise<Answer> => {
-    await up()
-    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-      method: init.method ?? "GET",
-      redirect: "manual",
-      headers: {
-        authorization: `Bearer ${init.key}`,
-        accept: "application/json",
-        ...(init.body === undefined ? {} : { "content-type": "application/json" }),
-        ...init.headers
-      },
-      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-    })
-    return { status: response.status, text: await response.text(), headers: response.headers }
-  }
+  const { kill, request, direct } = crashableServer(
+    () => installation,
+    () => port,
+    () => ({ KASSA_STRIPE_API_URL: fake.url })
+  )
 
   /** The one live create every scenario makes (and retries), under `idempotencyKey`. */
   const create = (idempotencyKey: string, orderReference: string) =>
@@ -214,15 +50,6 @@ describe.each(databases)("a server on %s killed between its Stripe call and the 
       body: { amount: 4200, order_reference: orderReference, description: "One teapot" },
       headers: { "idempotency-key": idempotencyKey }
     })
-
-  /**
-   * Statements on the database as the next start finds it: on PGlite the server is killed first (kill -9, a crash
-   * even when it is idle); on PostgreSQL they run beside it.
-   */
-  const direct = async <A>(statements: Statements<A>) => {
-    if (installation.exclusive) await kill()
-    return installation.direct(statements)
-  }
 
   const sessionsOf = (paymentId: string) => fake.sessions().filter((s) => s.client_reference_id === paymentId)
 
@@ -243,7 +70,7 @@ describe.each(databases)("a server on %s killed between its Stripe call and the 
   beforeAll(async () => {
     port = await freePort()
     fake = await startFakeStripe()
-    installation = await install(database)
+    installation = await install(database, { prefix: "live_crash", application, webhookSecret })
     const account = fake.addAccount({ livemode: true })
     const linked = await request(`/admin/api/v1/applications/${installation.application.id}/provider-account`, {
       method: "PUT",

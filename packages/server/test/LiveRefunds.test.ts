@@ -191,10 +191,14 @@ describe.each(databases)("live refunds on %s", (database) => {
     const linked = await linkedApplication()
     const { id, paymentIntentId } = await paidLivePayment(linked, 1000)
     fake.inject({ method: "POST", path: "/v1/refunds" }, { kind: "status", status: 400 })
+    // A refusal is answered 502 with the provider's reason in words (decisions §11, the same for both providers).
     const refused = await operatorRefund(id, { amount: 1000 })
-    expect(refused.status, refused.text).toBe(201)
-    expect(refused.body).toMatchObject({ status: "paid", refunded_amount: 0 })
-    expect((refused.body as WirePayment).refunds.map((entry) => entry.status)).toEqual(["failed"])
+    expect(refused.status, refused.text).toBe(502)
+    expect(refused.body).toMatchObject({ error: { code: "provider_error", payment_id: id } })
+    expect((refused.body as { error: { message: string } }).error.message).toContain("The provider said:")
+    const afterRefusal = (await fetchPayment(server, linked.liveKey, id)).body as WirePayment
+    expect(afterRefusal).toMatchObject({ status: "paid", refunded_amount: 0 })
+    expect(afterRefusal.refunds.map((entry) => entry.status)).toEqual(["failed"])
 
     fake.nextRefundStatus("canceled")
     const canceled = await operatorRefund(id, { amount: 1000 })

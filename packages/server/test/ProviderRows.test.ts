@@ -68,11 +68,12 @@ describe.each(databases)("live rows on %s", (database) => {
     await query(
       server,
       (sql) => sql`
-        UPDATE provider_payments SET created_at = '2026-11-25T10:15:30.123456Z', checkout_url = 'https://pay.example/s'
+        UPDATE provider_payments SET created_at = '2026-11-25T10:15:30.123456Z', checkout_url = 'https://pay.example/s',
+          checkout_expires_at = '2026-11-26T10:15:30Z'
         WHERE payment_id = ${id}
       `
     )
-    const answer = { _tag: "Checkout", state: { _tag: "Paid" }, amounts: [1, 2.5, null] }
+    const answer = { _tag: "Checkout", state: { _tag: "Paid" }, amounts: [1, 2.5, null], providerStatus: "complete" }
     const read = await server.run(
       Effect.gen(function* () {
         const checkouts = yield* LiveCheckouts
@@ -111,6 +112,8 @@ describe.each(databases)("live rows on %s", (database) => {
       state: "open",
       checkoutId: sessionId,
       providerPaymentId: paymentIntentId,
+      providerStatus: "complete",
+      expiresAt: new Date("2026-11-26T10:15:30Z"),
       lastReadAt: new Date("2026-11-25T10:18:00Z"),
       lastAnswer: JSON.stringify(answer),
       nextReadAt: new Date("2099-01-01T00:00:00.007Z")

@@ -4,7 +4,8 @@
  * boundary Kassa says checkout (`checkoutId`, `checkout_id`), the provider's payment (`providerPaymentId`,
  * `provider_payment_id`), the provider's refund (`providerRefundId`) and `RefundsChanged`; a provider's own object
  * names, id prefixes, event types and fields belong in its connector module, `src/providers/<Name>Connector.ts`
- * (StripeConnector.ts now; the boundary itself, ProviderConnector.ts, is no connector and speaks Kassa's words).
+ * (StripeConnector.ts, MollieConnector.ts), or its helpers in a folder of its own (`src/providers/mollie/`); the
+ * boundary itself, ProviderConnector.ts, is no connector and speaks Kassa's words.
  *
  * Code only: comments may cite a provider's documentation. Migrations are history, written in the words of their time
  * and frozen: the ones up to the renaming of `provider_payments`' columns are exempt, a new one is not.
@@ -161,6 +162,8 @@ const kassaWords = [
 /** Files that may name a provider's words in code, and why. */
 const exempt: ReadonlyArray<readonly [pattern: RegExp, why: string]> = [
   [/^providers\/(?!Provider)[A-Z][A-Za-z]*Connector\.ts$/, "a connector module translates its provider's words"],
+  // A connector's helpers live in a folder named after it (`providers/mollie/` beside MollieConnector.ts).
+  [/^providers\/(?:stripe|mollie)\/[A-Z][A-Za-z]*\.ts$/, "a connector's own helpers, in its folder"],
   [/^database\/migrations\/00(?:0[1-9]|10)_/, "migrations 0001–0010 are frozen"],
   [/^database\/migrations\/0011_provider_neutral_columns\.ts$/, "renames the old columns, so names them"]
 ]
@@ -190,18 +193,28 @@ describe("the provider vocabulary", () => {
     }
   })
 
-  it("exempts the Stripe connector and the migrations up to the renaming, and nothing else", () => {
+  it("exempts the connectors, their folders and the migrations up to the renaming, and nothing else", () => {
     expect(files.length).toBeGreaterThan(100)
     const exempted = files.map(({ name }) => name).filter(isExempt)
     expect(exempted).toContain("providers/StripeConnector.ts")
     expect(exempted).not.toContain("providers/ProviderConnector.ts")
-    expect(exempted.filter((name) => !name.startsWith("database/migrations/"))).toEqual([
-      "providers/StripeConnector.ts"
-    ])
+    // The two connectors and the files of their own folders (providers/stripe/, providers/mollie/), nothing more.
+    const folders = files.map(({ name }) => name).filter((name) => /^providers\/(?:stripe|mollie)\//.test(name))
+    expect(folders).toContain("providers/mollie/MollieTerms.ts")
+    expect(exempted.filter((name) => !name.startsWith("database/migrations/")).sort()).toEqual(
+      ["providers/MollieConnector.ts", "providers/StripeConnector.ts", ...folders].sort()
+    )
     expect(exempted.filter((name) => name.startsWith("database/migrations/"))).toHaveLength(11)
-    // The exemption is needed: the connector does speak Stripe.
-    const connector = code(readFileSync(join(srcDir, "providers", "StripeConnector.ts"), "utf8"))
-    expect(terms.filter(({ pattern }) => pattern.test(connector)).length).toBeGreaterThan(3)
+    // The exemption is needed: each exempted file does speak its provider.
+    for (const file of [
+      "StripeConnector.ts",
+      "MollieConnector.ts",
+      "mollie/MollieTerms.ts",
+      "stripe/StripeObjects.ts"
+    ]) {
+      const connector = code(readFileSync(join(srcDir, "providers", file), "utf8"))
+      expect(terms.filter(({ pattern }) => pattern.test(connector)).length, file).toBeGreaterThan(0)
+    }
   })
 
   it.each(files.filter(({ name }) => !isExempt(name)).map(({ name, file }) => [name, file]))(

@@ -22,6 +22,7 @@ import { PaymentWrites } from "../src/ledger/PaymentWrites.ts"
 import { LiveCheckouts } from "../src/live/LiveCheckouts.ts"
 import { LiveRefunds } from "../src/live/LiveRefunds.ts"
 import { MerchantPayments } from "../src/payments/MerchantPayments.ts"
+import type { ProviderLinkId } from "../src/providers/ProviderConnector.ts"
 import * as Retention from "../src/retention/Retention.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { pendingPayment, query } from "./support/PaymentFixtures.ts"
@@ -37,7 +38,9 @@ const big = [
   "delivery_attempts",
   // One row per live payment and per live refund: as big as the live side of payments and refunds.
   "provider_payments",
-  "provider_refunds"
+  "provider_refunds",
+  // One row per provider event applied: looked up before every read (issue 21 §10).
+  "provider_events"
 ]
 
 describe.each(databases)("query plans on %s", (database) => {
@@ -383,6 +386,7 @@ describe.each(databases)("query plans on %s", (database) => {
       checkouts.opened({
         paymentId,
         checkoutId: `cs_${id}`,
+        providerPaymentId: null,
         url: "https://checkout.stripe.com/c/pay/plan",
         expiresAt: DateTime.addDuration(now, Duration.hours(1)),
         now
@@ -414,6 +418,27 @@ describe.each(databases)("query plans on %s", (database) => {
       "provider_payments_pkey"
     ])
     expectIndexed(await explainUnrun(refunds.refreshDue({ now, limit: 100 })), ["provider_refunds_due"])
+  })
+
+  it("provider events: the replay lookup, the account's links, the checkout by either id, a discrepancy once", async () => {
+    const checkouts = await server.run(Effect.service(LiveCheckouts))
+    const [link] = await query(server, (sql) => sql`SELECT id FROM provider_links LIMIT 1`)
+    if (link === undefined) throw new Error("the seed has no link")
+    const linkId = String(link.id) as ProviderLinkId
+    expectIndexed(await explainUnrun(checkouts.eventSeen(linkId, "evt_plan")), ["provider_events_pkey"])
+    expectIndexed(await explainUnrun(checkouts.accountLinks(linkId)), [
+      "provider_links_pkey",
+      "provider_links_application"
+    ])
+    expectIndexed(await explainUnrun(checkouts.findByCheckout("cs_plan")), ["provider_payments_checkout_id_key"])
+    expectIndexed(await explainUnrun(checkouts.findByProviderPayment("pi_plan")), [
+      "provider_payments_provider_payment"
+    ])
+    const discrepancy = { kind: "charged_back" as const, refund_id: null, message: "plan" }
+    expectIndexed(
+      await explainUnrun(checkouts.recordDiscrepancy(paymentId, discrepancy, DateTime.makeUnsafe(Date.now()))),
+      ["provider_discrepancies_payment"]
+    )
   })
 
   it("the operator's provider pages: open discrepancies (and their next page) and overdue reads", async () => {

@@ -24,10 +24,27 @@ export const overdueAfter: Duration.Duration = Duration.minutes(10)
  */
 const ProviderPaymentRow = Schema.Struct({
   ...StoredProviderPaymentRow.mapFields(
-    Struct.pick(["state", "checkout_id", "provider_payment_id", "last_read_at", "last_answer", "next_read_at"])
+    Struct.pick([
+      "state",
+      "checkout_id",
+      "provider_payment_id",
+      "last_read_at",
+      "last_answer",
+      "next_read_at",
+      "checkout_expires_at"
+    ])
   ).fields,
   provider: ProviderName
 })
+
+/** The provider's own status word of the last answer, when it names one (`providerStatus`, CheckoutReading). */
+const providerStatusOf = (answer: unknown): string | null =>
+  typeof answer === "object" &&
+  answer !== null &&
+  "providerStatus" in answer &&
+  typeof answer.providerStatus === "string"
+    ? answer.providerStatus
+    : null
 
 /** An open row of `provider_discrepancies` with its payment's application. */
 const DiscrepancyRow = Schema.Struct({
@@ -39,7 +56,8 @@ const DiscrepancyRow = Schema.Struct({
   kind: Schema.String,
   message: Schema.String,
   detected_at: Columns.Timestamp,
-  application_id: Ids.ApplicationId
+  application_id: Ids.ApplicationId,
+  provider: Schema.NullOr(ProviderName)
 })
 
 /** A live payment or refund waiting for the provider's answer (`refund_id` null for a payment). */
@@ -60,7 +78,7 @@ const dateOrNull = (time: DateTime.Utc | null): Date | null => (time === null ? 
 export const providerPayment = (sql: SqlClient.SqlClient, paymentId: string) =>
   Columns.first(ProviderPaymentRow)(sql`
     SELECT pp.state, pp.checkout_id, pp.provider_payment_id, pp.last_read_at, pp.last_answer, pp.next_read_at,
-           l.provider
+           pp.checkout_expires_at, l.provider
     FROM provider_payments pp JOIN provider_links l ON l.id = pp.link_id
     WHERE pp.payment_id = ${paymentId}
   `).pipe(
@@ -72,6 +90,8 @@ export const providerPayment = (sql: SqlClient.SqlClient, paymentId: string) =>
           state: row.state,
           checkoutId: row.checkout_id,
           providerPaymentId: row.provider_payment_id,
+          providerStatus: providerStatusOf(row.last_answer),
+          expiresAt: dateOrNull(row.checkout_expires_at),
           lastReadAt: dateOrNull(row.last_read_at),
           lastAnswer: row.last_answer === null ? null : JSON.stringify(row.last_answer),
           nextReadAt: dateOrNull(row.next_read_at)
@@ -87,8 +107,10 @@ export const openDiscrepancies = (
   options: { readonly limit: number; readonly before: number | undefined }
 ) =>
   Columns.all(DiscrepancyRow)(sql`
-    SELECT d.id, d.payment_id, d.refund_id, d.kind, d.message, d.detected_at, p.application_id
+    SELECT d.id, d.payment_id, d.refund_id, d.kind, d.message, d.detected_at, p.application_id, l.provider
     FROM provider_discrepancies d JOIN payments p ON p.id = d.payment_id
+    LEFT JOIN provider_payments pp ON pp.payment_id = d.payment_id
+    LEFT JOIN provider_links l ON l.id = pp.link_id
     WHERE d.resolved_at IS NULL
     ${
       options.before === undefined
@@ -104,6 +126,7 @@ export const openDiscrepancies = (
         (row): DiscrepancyItem => ({
           id: String(row.id),
           applicationId: row.application_id,
+          provider: row.provider === null ? null : providerTitles[row.provider],
           paymentId: row.payment_id,
           refundId: row.refund_id,
           kind: row.kind,

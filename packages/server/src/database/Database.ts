@@ -20,6 +20,8 @@ import traceContext from "./migrations/0008_trace_context.ts"
 import providerReads from "./migrations/0009_provider_reads.ts"
 import dropProviderAccount from "./migrations/0010_drop_provider_account.ts"
 import providerNeutralColumns from "./migrations/0011_provider_neutral_columns.ts"
+import mollieLinks from "./migrations/0012_mollie_links.ts"
+import discrepancyResolution from "./migrations/0013_discrepancy_resolution.ts"
 import * as ObservedPgClient from "./ObservedPgClient.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
@@ -34,7 +36,9 @@ export const migrations = PgMigrator.fromRecord({
   "0008_trace_context": traceContext,
   "0009_provider_reads": providerReads,
   "0010_drop_provider_account": dropProviderAccount,
-  "0011_provider_neutral_columns": providerNeutralColumns
+  "0011_provider_neutral_columns": providerNeutralColumns,
+  "0012_mollie_links": mollieLinks,
+  "0013_discrepancy_resolution": discrepancyResolution
 })
 
 const clientOptions = {

@@ -41,6 +41,13 @@ export const returnLocation = (returnUrl: string | null): string | undefined => 
   return (protocol === "http:" || protocol === "https:") && headerSafe.test(href) ? href : undefined
 }
 
+/**
+ * Whether a request to a live checkout is the payer's browser opening it: a GET. HEAD is what link checkers and
+ * scanners often send to look at a URL without loading it (RFC 9110 §9.3.2: GET without the content), and
+ * HttpRouter answers it with the GET route.
+ */
+export const isBrowserVisit = (request: HttpServerRequest.HttpServerRequest): boolean => request.method === "GET"
+
 export const routes = [
   { method: "GET", path: "/checkout/:id" },
   { method: "POST", path: "/checkout/:id" },
@@ -125,14 +132,18 @@ export const layer = Layer.unwrap(
         const checkout = yield* liveCheckouts.find(payment.id)
         if (Option.isSome(checkout) && checkout.value.checkoutUrl !== null) {
           if (!(yield* applicationActive(payment.id))) return unavailable(payment, 403)
-          yield* liveCheckouts.recordVisit(
-            payment.id,
-            {
-              ip: clientAddress.text(request) ?? "unknown",
-              user_agent: (request.headers["user-agent"] ?? "").slice(0, 512)
-            },
-            yield* DateTime.now
-          )
+          // The first visit is the payer's for good, so only a browser's GET counts: a HEAD (a link unfurler, a
+          // scanner; the router answers it with this GET route) gets the same answer and records nothing.
+          if (isBrowserVisit(request)) {
+            yield* liveCheckouts.recordVisit(
+              payment.id,
+              {
+                ip: clientAddress.text(request) ?? "unknown",
+                user_agent: (request.headers["user-agent"] ?? "").slice(0, 512)
+              },
+              yield* DateTime.now
+            )
+          }
           return HttpServerResponse.redirect(checkout.value.checkoutUrl, {
             status: 303,
             headers: { "cache-control": "no-store" }

@@ -84,9 +84,15 @@ const StoredOpenRequest = Schema.Struct({
   locale: Money.Locale,
   customerEmail: Schema.NullOr(Schema.String),
   returnUrl: Schema.String,
+  // Rows written before Mollie (issue 21) have none: Stripe's endpoint is per link and ignores it.
+  webhookUrl: Schema.optionalKey(Schema.String),
   expiresAt: Schema.DateTimeUtcFromMillis,
   idempotencyKey: Schema.NonEmptyString
 })
+
+/** The stored request as the connector takes it (a row from before issue 21 names no webhook URL: Stripe's). */
+const requestOf = (stored: typeof StoredOpenRequest.Type | undefined): OpenRequest | null =>
+  stored === undefined ? null : { ...stored, webhookUrl: stored.webhookUrl ?? "" }
 
 /** A failed create's row as its clean-up claims it: `last_answer` holds the provider's answer and the request. */
 const CleanupRow = ProviderPaymentRow.mapFields(
@@ -139,6 +145,8 @@ export class LiveCheckouts extends Context.Service<
     readonly opened: (input: {
       readonly paymentId: Ids.PaymentId
       readonly checkoutId: string
+      /** The provider's payment when the create already names it (Mollie); else learnt at a later read. */
+      readonly providerPaymentId: string | null
       readonly url: string
       readonly expiresAt: DateTime.Utc
       readonly now: DateTime.Utc
@@ -177,6 +185,8 @@ export class LiveCheckouts extends Context.Service<
     readonly cleanedUp: (paymentId: Ids.PaymentId, outcome: unknown, now: DateTime.Utc) => Effect.Effect<void>
     readonly find: (paymentId: Ids.PaymentId) => Effect.Effect<Option.Option<LiveCheckout>>
     readonly findByCheckout: (checkoutId: string) => Effect.Effect<Option.Option<LiveCheckout>>
+    /** The checkout whose provider payment this is (a dispute names the payment, not the checkout). */
+    readonly findByProviderPayment: (providerPaymentId: string) => Effect.Effect<Option.Option<LiveCheckout>>
     /** The checkout visit (the first one counts for `payer`: later ones do not overwrite it). */
     readonly recordVisit: (
       paymentId: Ids.PaymentId,
@@ -216,6 +226,14 @@ export class LiveCheckouts extends Context.Service<
       readonly limit: number
       readonly lease: Duration.Duration
     }) => Effect.Effect<ReadonlyArray<LiveCheckout>>
+    /** Whether an event was applied before (looked up before the provider is read: a replay reads nothing). */
+    readonly eventSeen: (linkId: ProviderLinkId, eventId: string) => Effect.Effect<boolean>
+    /**
+     * The links of the same provider account in the same application as this one, itself included (retired ones
+     * too): an event arriving at any of them may be about a payment any of them opened (issue 21 §10: re-linking a
+     * new key for the same account must not orphan the payments opened under the old link).
+     */
+    readonly accountLinks: (linkId: ProviderLinkId) => Effect.Effect<ReadonlyArray<ProviderLinkId>>
     /** Records an event as seen; false when it was seen before (a duplicate changes nothing twice). */
     readonly markEventSeen: (
       linkId: ProviderLinkId,
@@ -223,7 +241,11 @@ export class LiveCheckouts extends Context.Service<
       type: string,
       now: DateTime.Utc
     ) => Effect.Effect<boolean>
-    /** Where the provider and Kassa disagree (the operator's discrepancy page): the one writer of the table. */
+    /**
+     * Where the provider and Kassa disagree (the operator's discrepancy page): the one writer of the table. Each is
+     * recorded once: the same one (payment, kind, refund, message) detected again — the provider keeps reporting a
+     * chargeback, a paid checkout of a cancelled payment is read again after every ping — adds no row, resolved or not.
+     */
     readonly recordDiscrepancy: (
       paymentId: Ids.PaymentId,
       discrepancy: ProviderSettlement.Discrepancy,
@@ -248,6 +270,12 @@ export class LiveCheckouts extends Context.Service<
         Request: Schema.String,
         Result: CheckoutRow,
         execute: (checkoutId) => sql`SELECT ${columns} FROM provider_payments WHERE checkout_id = ${checkoutId}`
+      })
+      const findRowByProviderPayment = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: CheckoutRow,
+        execute: (providerPaymentId) =>
+          sql`SELECT ${columns} FROM provider_payments WHERE provider_payment_id = ${providerPaymentId} LIMIT 1`
       })
       const claimStuckRows = SqlSchema.findAll({
         Request: Schema.Struct({ ...ClaimRequest.fields, staleBefore: Columns.Timestamp }),
@@ -325,10 +353,11 @@ export class LiveCheckouts extends Context.Service<
       const checkouts = Effect.map((rows: ReadonlyArray<CheckoutRow>) => rows.map(toCheckout))
 
       return LiveCheckouts.of({
-        opened: ({ paymentId, checkoutId, url, expiresAt, now }) =>
+        opened: ({ paymentId, checkoutId, providerPaymentId, url, expiresAt, now }) =>
           sql`
             UPDATE provider_payments
             SET state = 'open', checkout_id = ${checkoutId}, checkout_url = ${url},
+                provider_payment_id = coalesce(${providerPaymentId}, provider_payment_id),
                 checkout_expires_at = ${toDate(expiresAt)}, updated_at = ${toDate(now)}
             WHERE payment_id = ${paymentId} AND state = 'opening' AND closing IS NULL
             RETURNING payment_id
@@ -366,7 +395,7 @@ export class LiveCheckouts extends Context.Service<
             Effect.map((rows) =>
               rows.map((row) => ({
                 checkout: toCheckout(row),
-                request: row.last_answer?.request ?? null
+                request: requestOf(row.last_answer?.request)
               }))
             ),
             Effect.orDie
@@ -381,6 +410,8 @@ export class LiveCheckouts extends Context.Service<
         find: (paymentId) => findRow(paymentId).pipe(Effect.map(Option.map(toCheckout)), Effect.orDie),
         findByCheckout: (checkoutId) =>
           findRowByCheckout(checkoutId).pipe(Effect.map(Option.map(toCheckout)), Effect.orDie),
+        findByProviderPayment: (providerPaymentId) =>
+          findRowByProviderPayment(providerPaymentId).pipe(Effect.map(Option.map(toCheckout)), Effect.orDie),
         recordVisit: (paymentId, visit, now) =>
           sql`
             UPDATE provider_payments
@@ -404,6 +435,21 @@ export class LiveCheckouts extends Context.Service<
             WHERE payment_id = ${paymentId}
           `.pipe(Effect.asVoid, Effect.orDie),
         claimDue: (options) => claimDueRows(claim(options)).pipe(checkouts, Effect.orDie),
+        eventSeen: (linkId, eventId) =>
+          sql`SELECT 1 AS seen FROM provider_events WHERE link_id = ${linkId} AND event_id = ${eventId}`.pipe(
+            Effect.map((rows) => rows.length > 0),
+            Effect.orDie
+          ),
+        accountLinks: (linkId) =>
+          sql<{ readonly id: ProviderLinkId }>`
+            SELECT other.id FROM provider_links l
+            JOIN provider_links other ON other.application_id = l.application_id
+              AND other.provider = l.provider AND other.account_id = l.account_id
+            WHERE l.id = ${linkId}
+          `.pipe(
+            Effect.map((rows) => rows.map((row) => row.id)),
+            Effect.orDie
+          ),
         markEventSeen: (linkId, eventId, type, now) =>
           sql`
             INSERT INTO provider_events (link_id, event_id, type, received_at)
@@ -417,7 +463,12 @@ export class LiveCheckouts extends Context.Service<
         recordDiscrepancy: (paymentId, discrepancy, now) =>
           sql`
             INSERT INTO provider_discrepancies (payment_id, refund_id, kind, message, detected_at)
-            VALUES (${paymentId}, ${discrepancy.refund_id}, ${discrepancy.kind}, ${discrepancy.message}, ${toDate(now)})
+            SELECT ${paymentId}, ${discrepancy.refund_id}, ${discrepancy.kind}, ${discrepancy.message}, ${toDate(now)}
+            WHERE NOT EXISTS (
+              SELECT 1 FROM provider_discrepancies
+              WHERE payment_id = ${paymentId} AND kind = ${discrepancy.kind} AND message = ${discrepancy.message}
+                AND refund_id IS NOT DISTINCT FROM ${discrepancy.refund_id}
+            )
           `.pipe(Effect.asVoid, Effect.orDie)
       })
     })

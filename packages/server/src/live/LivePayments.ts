@@ -23,10 +23,11 @@ import { ServerConfig } from "../config/ServerConfig.ts"
 import type { Claim } from "../ledger/IdempotencyStore.ts"
 import { PaymentRepository, type Scope, type StoredPayment } from "../ledger/PaymentRepository.ts"
 import { notFound, PaymentWrites } from "../ledger/PaymentWrites.ts"
-import { type OpenRequest, ProviderConnector } from "../providers/ProviderConnector.ts"
+import { type Connector, type OpenRequest, webhookPath } from "../providers/ProviderConnector.ts"
+import { ProviderConnectors } from "../providers/ProviderConnectors.ts"
 import { ProviderLinks, type StoredLink } from "../providers/ProviderLinks.ts"
 import { type LiveCheckout, LiveCheckouts } from "./LiveCheckouts.ts"
-import { ProviderAnswers } from "./ProviderAnswers.ts"
+import { closeAnswerOf, nextCheckoutRead, ProviderAnswers } from "./ProviderAnswers.ts"
 
 /** How long after a create the provider did not answer its possible checkout is cleaned up (sent again, expired). */
 export const cleanupDelay = Duration.minutes(1)
@@ -94,22 +95,32 @@ export class LivePayments extends Context.Service<
       const writes = yield* PaymentWrites
       const answers = yield* ProviderAnswers
       const links = yield* ProviderLinks
-      const connector = yield* ProviderConnector
+      const connectors = yield* ProviderConnectors
       const checkouts = yield* LiveCheckouts
       const { baseUrl } = yield* ServerConfig
 
       /** What the provider is asked for a live payment: derived from the stored payment alone, so every attempt
        * sends the same request under the same key (a retry, a takeover after a crash). `expires_at` is clamped from
        * the payment's creation, not from the attempt. */
-      const openRequestOf = (payment: Payment.Payment, idempotencyKey: string): OpenRequest => ({
+      const openRequestOf = (
+        payment: Payment.Payment,
+        idempotencyKey: string,
+        link: StoredLink,
+        connector: Connector
+      ): OpenRequest => ({
         paymentId: payment.id,
         amount: payment.amount,
         currency: payment.currency,
         method: payment.method,
-        name: payment.description ?? payment.order_reference,
+        // An empty description is no name: a provider refuses an empty one (issue 21 §10), the reference stands in.
+        name:
+          payment.description === null || payment.description.trim() === ""
+            ? payment.order_reference
+            : payment.description,
         locale: payment.locale,
         customerEmail: payment.customer.email,
         returnUrl: `${baseUrl}/checkout/${payment.id}/return`,
+        webhookUrl: `${baseUrl}${webhookPath(link.provider, link.id)}`,
         expiresAt: providerExpiry(payment.expires_at, payment.created_at, connector.checkoutWindow),
         idempotencyKey
       })
@@ -166,7 +177,8 @@ export class LivePayments extends Context.Service<
           // The first attempt has its link in hand; a resumed one reads it (a retired link still opens its payments).
           const link = known === undefined ? yield* links.find(checkout.linkId) : Option.some(known)
           if (Option.isNone(link)) return yield* Effect.die(new Error(`provider link ${checkout.linkId} vanished`))
-          const openRequest = openRequestOf(payment, checkout.idempotencyKey)
+          const connector = connectors.of(link.value.provider)
+          const openRequest = openRequestOf(payment, checkout.idempotencyKey, link.value, connector)
           const opened = yield* connector.open(links.access(link.value), openRequest).pipe(Effect.result)
           const after = yield* DateTime.now
           if (Result.isSuccess(opened) && opened.success._tag === "Opened") {
@@ -174,6 +186,7 @@ export class LivePayments extends Context.Service<
             const stored = yield* checkouts.opened({
               paymentId: id,
               checkoutId: made.checkoutId,
+              providerPaymentId: made.providerPaymentId,
               url: made.url,
               expiresAt: made.expiresAt,
               now: after
@@ -337,11 +350,12 @@ export class LivePayments extends Context.Service<
             })
           )
           yield* Effect.fromResult(checked)
-          const closed = yield* connector.close(links.access(link), checkoutId).pipe(Effect.result)
+          const closed = yield* connectors.of(link.provider).close(links.access(link), checkoutId).pipe(Effect.result)
           // A refusal (4xx) closes nothing either: like no answer, the payment stays as it is and cancel gets 502.
           const reading = Result.isSuccess(closed) && closed.success._tag === "Checkout" ? closed.success : null
-          const answer: ProviderSettlement.CloseAnswer =
-            reading ?? (Result.isSuccess(closed) ? closed.success : { _tag: "NoAnswer", reason: "unavailable" })
+          const answer: ProviderSettlement.CloseAnswer = Result.isSuccess(closed)
+            ? closeAnswerOf(closed.success)
+            : { _tag: "NoAnswer", reason: "unavailable" }
           const decided = yield* sql.withTransaction(
             Effect.gen(function* () {
               const locked = yield* repo.lock(id, scope, "wait")
@@ -362,6 +376,16 @@ export class LivePayments extends Context.Service<
                   reading,
                   reading.providerPaymentId,
                   after.status === "pending" ? checkout.value.nextReadAt : null,
+                  now
+                )
+              } else if (Result.isSuccess(closed) && closed.success._tag === "Unclosable") {
+                // Cancelled in Kassa alone (decisions §11): the provider's checkout stays payable until its own
+                // expiry, so it is read until it is final; money taken there is flagged `paid_after_final`.
+                yield* checkouts.recordRead(
+                  id,
+                  closed.success,
+                  null,
+                  nextCheckoutRead(after.status, { _tag: "Open" }, checkout.value, now),
                   now
                 )
               }

@@ -27,14 +27,10 @@ import * as Columns from "../database/Columns.ts"
 import { PaymentRepository, type StoredPayment } from "../ledger/PaymentRepository.ts"
 import { notFound, PaymentWrites } from "../ledger/PaymentWrites.ts"
 import * as Metrics from "../observability/Metrics.ts"
-import {
-  type NoAnswer,
-  ProviderConnector,
-  type ProviderLinkId,
-  type ProviderRefused,
-  type RefundReading
-} from "../providers/ProviderConnector.ts"
+import type { NoAnswer, ProviderLinkId, ProviderRefused, RefundReading } from "../providers/ProviderConnector.ts"
+import { ProviderConnectors } from "../providers/ProviderConnectors.ts"
 import { ProviderLinks, type StoredLink } from "../providers/ProviderLinks.ts"
+import { LiveCheckouts } from "./LiveCheckouts.ts"
 import { ProviderAnswers } from "./ProviderAnswers.ts"
 import { makeRows, type ProviderRefundRow } from "./ProviderRefundRows.ts"
 
@@ -59,6 +55,9 @@ export type LiveRefundError =
   | ApiError.PaymentNotRefundable
   | ApiError.RefundAmountExceedsRefundable
   | ApiError.PaymentBusy
+  // The provider refused the refund (decisions §11: Mollie's duplicate within the hour, or any other refusal): the
+  // refund is recorded `failed`, its amount released, and the request answers 502 with the provider's reason.
+  | ApiError.ProviderError
 
 export interface LiveRefundResult {
   /** The payment as fetch returns it after the provider's answer was applied (or after step 1 without a provider). */
@@ -128,7 +127,8 @@ export class LiveRefunds extends Context.Service<
       const repo = yield* PaymentRepository
       const writes = yield* PaymentWrites
       const answers = yield* ProviderAnswers
-      const connector = yield* ProviderConnector
+      const checkouts = yield* LiveCheckouts
+      const connectors = yield* ProviderConnectors
       const links = yield* ProviderLinks
       const random = yield* SecureRandom.SecureRandom
       const rows = makeRows(sql)
@@ -143,17 +143,30 @@ export class LiveRefunds extends Context.Service<
           return yield* make(link.value)
         })
 
-      const create = (linkId: ProviderLinkId, refundId: Ids.RefundId, providerPaymentId: string, amount: number) =>
+      const create = (
+        linkId: ProviderLinkId,
+        refundId: Ids.RefundId,
+        providerPaymentId: string,
+        amount: number,
+        currency: string
+      ) =>
         call(linkId, (link) =>
-          connector
-            .refund(links.access(link), { refundId, providerPaymentId, amount })
+          connectors
+            .of(link.provider)
+            .refund(links.access(link), { refundId, providerPaymentId, amount, currency })
             .pipe(Effect.catchTag("ProviderRefused", (refused) => Effect.succeed<Outcome>(refused)))
         )
 
-      const read = (linkId: ProviderLinkId, refundId: Ids.RefundId, providerRefundId: string) =>
+      const read = (
+        linkId: ProviderLinkId,
+        refundId: Ids.RefundId,
+        providerRefundId: string,
+        providerPaymentId: string | null
+      ) =>
         call(linkId, (link) =>
-          connector
-            .readRefund(links.access(link), providerRefundId, refundId)
+          connectors
+            .of(link.provider)
+            .readRefund(links.access(link), { providerRefundId, providerPaymentId }, refundId)
             .pipe(Effect.catchTag("ProviderRefused", (refused) => Effect.succeed<Outcome>(refused)))
         )
 
@@ -291,8 +304,20 @@ export class LiveRefunds extends Context.Service<
           applicationId: held.stored.applicationId
         })
         if (held.provider === null) return result((yield* writes.reload(held.stored.payment.id)).payment)
-        const outcome = yield* create(held.provider.linkId, refundId, held.provider.providerPaymentId, held.amount)
+        const outcome = yield* create(
+          held.provider.linkId,
+          refundId,
+          held.provider.providerPaymentId,
+          held.amount,
+          held.stored.payment.currency
+        )
         const settled = yield* applyAnswer(refundId, outcome)
+        if (outcome._tag === "ProviderRefused") {
+          return yield* new ApiError.ProviderError({
+            message: `The payment provider refused the refund; it is recorded as failed and its amount released. The provider said: ${outcome.message}`,
+            payment_id: held.stored.payment.id
+          })
+        }
         return result(Option.getOrElse(settled, () => held.payment))
       })
 
@@ -305,10 +330,19 @@ export class LiveRefunds extends Context.Service<
             const again = yield* rows.createAgain(refundId)
             if (Option.isNone(again) || again.value.provider_payment_id === null) return Option.none<Outcome>()
             return Option.some(
-              yield* create(row.link_id, refundId, again.value.provider_payment_id, again.value.amount)
+              yield* create(
+                row.link_id,
+                refundId,
+                again.value.provider_payment_id,
+                again.value.amount,
+                again.value.currency
+              )
             )
           }
-          return Option.some(yield* read(row.link_id, refundId, row.provider_refund_id))
+          // Mollie reads a refund under its payment; Stripe needs none.
+          const target = yield* rows.target(row.payment_id)
+          const providerPaymentId = Option.isSome(target) ? target.value.provider_payment_id : null
+          return Option.some(yield* read(row.link_id, refundId, row.provider_refund_id, providerPaymentId))
         })
       }
 
@@ -325,11 +359,16 @@ export class LiveRefunds extends Context.Service<
       })
 
       /** A refund made at the provider, recorded on the payment of `providerPaymentId` under its row lock. */
-      const recordForeign = (linkId: ProviderLinkId, providerPaymentId: string, reading: RefundReading) =>
+      const recordForeign = (
+        linkId: ProviderLinkId,
+        accountLinks: ReadonlyArray<ProviderLinkId>,
+        providerPaymentId: string,
+        reading: RefundReading
+      ) =>
         sql
           .withTransaction(
             Effect.gen(function* () {
-              const owner = yield* rows.owner(providerPaymentId, linkId)
+              const owner = yield* rows.owner(providerPaymentId, accountLinks)
               if (Option.isNone(owner)) return Option.none<Payment.Payment>()
               const locked = yield* repo.lock(owner.value, undefined, "wait")
               if (Option.isNone(locked)) return Option.none<Payment.Payment>()
@@ -377,11 +416,14 @@ export class LiveRefunds extends Context.Service<
         readonly providerRefundId: string
         readonly providerPaymentId: string | null
       }) {
+        // Whose payments the event may be about: every link of this provider account in this application (issue 21
+        // §10: a re-link must not orphan what the old link opened). Another application's link of the same account
+        // gets the event at its own endpoint.
+        const accountLinks = yield* checkouts.accountLinks(input.linkId)
         const known = yield* rows.byProviderRefundId(input.providerRefundId)
         if (Option.isSome(known)) {
           const row = known.value
-          // Another link's refund (the same account linked twice): that link's endpoint gets the event too.
-          if (row.link_id !== input.linkId) return nothing
+          if (!accountLinks.includes(row.link_id)) return nothing
           const outcome = yield* askRow(row)
           if (Option.isNone(outcome)) return nothing
           // Kept pending with its next read set: the event is sent again, and the background round asks anyway.
@@ -393,18 +435,20 @@ export class LiveRefunds extends Context.Service<
         }
         // Unknown: read it, under a new id for the case that it was made at the provider.
         const newId = Ids.RefundId.make(yield* random.uuidV4())
-        const outcome = yield* read(input.linkId, newId, input.providerRefundId)
+        const outcome = yield* read(input.linkId, newId, input.providerRefundId, input.providerPaymentId)
         if (outcome._tag === "NoAnswer") return outcome
         if (outcome._tag === "ProviderRefused") return yield* refusedRead(input.providerRefundId, outcome)
         if (outcome.kassaMade) {
           // Kassa's own refund whose create call has not been answered yet: settled as its answer would be.
-          const ours = yield* rows.ofLink(outcome.refund.refund_id, input.linkId)
-          return ours ? applied(yield* applyAnswer(outcome.refund.refund_id, outcome)) : nothing
+          const ours = yield* rows.byRefundId(outcome.refund.refund_id)
+          return Option.isSome(ours) && accountLinks.includes(ours.value.link_id)
+            ? applied(yield* applyAnswer(outcome.refund.refund_id, outcome))
+            : nothing
         }
         // What the provider says now places it; the event's hint only when the refund does not say.
         const providerPaymentId = outcome.providerPaymentId ?? input.providerPaymentId
         if (providerPaymentId === null) return nothing
-        return applied(yield* recordForeign(input.linkId, providerPaymentId, outcome))
+        return applied(yield* recordForeign(input.linkId, accountLinks, providerPaymentId, outcome))
       })
 
       const refreshDue = Effect.fn("LiveRefunds.refreshDue")(function* (

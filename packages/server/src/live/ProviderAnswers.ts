@@ -12,8 +12,37 @@ import { SqlClient } from "effect/sql"
 import { PaymentRepository, type StoredPayment } from "../ledger/PaymentRepository.ts"
 import { PaymentWrites } from "../ledger/PaymentWrites.ts"
 import * as Metrics from "../observability/Metrics.ts"
-import type { CheckoutReading, FoundCheckout, ProviderLinkId } from "../providers/ProviderConnector.ts"
-import { LiveCheckouts } from "./LiveCheckouts.ts"
+import type {
+  CheckoutReading,
+  FoundCheckout,
+  NoAnswer,
+  ProviderLinkId,
+  Unclosable
+} from "../providers/ProviderConnector.ts"
+import { type LiveCheckout, LiveCheckouts } from "./LiveCheckouts.ts"
+
+/** A connector's answer to a close, in the core's words. */
+export const closeAnswerOf = (answer: CheckoutReading | Unclosable | NoAnswer): ProviderSettlement.CloseAnswer =>
+  answer._tag === "Checkout"
+    ? { _tag: "Checkout", state: answer.state }
+    : answer._tag === "Unclosable"
+      ? { _tag: "Unclosable", expires_at: answer.expiresAt }
+      : answer
+
+/**
+ * When to read a checkout again: while the payment is pending, and while the provider's checkout is not final even
+ * though Kassa's payment is (a cancel the provider could not carry out, decisions §11: the customer may still pay
+ * there, which operators must see); never for a checkout nobody visited (see `Schedule.nextPaymentRead`).
+ */
+export const nextCheckoutRead = (
+  status: Payment.PaymentStatus,
+  state: ProviderSettlement.CheckoutState | null,
+  checkout: Pick<LiveCheckout, "visitedAt">,
+  now: DateTime.Utc
+): DateTime.Utc | null =>
+  status === "pending" || state?._tag === "Open" || state?._tag === "Unpaid"
+    ? ProviderSettlement.Schedule.nextPaymentRead({ visitedAt: checkout.visitedAt, lastReadAt: now })
+    : null
 
 /** A provider event that led to a read: recorded as seen with the answer, so a duplicate changes nothing twice. */
 export interface SeenEvent {
@@ -54,7 +83,7 @@ export class ProviderAnswers extends Context.Service<
      */
     readonly applyExpiryAnswer: (input: {
       readonly paymentId: Ids.PaymentId
-      readonly reading: CheckoutReading | ProviderSettlement.CloseAnswer
+      readonly reading: CheckoutReading | Unclosable | NoAnswer
     }) => Effect.Effect<Option.Option<Payment.Payment>>
     /**
      * The clean-up of a live create that died between its provider call and its commit (its checkout row claimed
@@ -148,11 +177,12 @@ export class ProviderAnswers extends Context.Service<
                 { now, visit: checkout.visit, closing: checkout.closing }
               )
               const after = yield* applySettlement(stored, settlement, now)
-              // Read again while pending (lost events, decisions §10); a final payment needs no more reads.
-              const nextReadAt =
-                after.status === "pending"
-                  ? ProviderSettlement.Schedule.nextPaymentRead({ visitedAt: checkout.visitedAt, lastReadAt: now })
-                  : null
+              // What the provider reports besides the state (a chargeback, an authorization): listed once.
+              for (const flag of ProviderSettlement.attentionOf(after, input.reading)) {
+                yield* checkouts.recordDiscrepancy(input.paymentId, flag, now)
+              }
+              // Lost events (decisions §10): read again until both sides are final.
+              const nextReadAt = nextCheckoutRead(after.status, input.reading.state, checkout, now)
               yield* checkouts.recordRead(
                 input.paymentId,
                 input.reading,
@@ -172,7 +202,7 @@ export class ProviderAnswers extends Context.Service<
       const applyExpiryAnswer = Effect.fn("ProviderAnswers.applyExpiryAnswer")(
         function* (input: {
           readonly paymentId: Ids.PaymentId
-          readonly reading: CheckoutReading | ProviderSettlement.CloseAnswer
+          readonly reading: CheckoutReading | Unclosable | NoAnswer
         }) {
           const outcome = yield* sql.withTransaction(
             Effect.gen(function* () {
@@ -180,15 +210,22 @@ export class ProviderAnswers extends Context.Service<
               const found = yield* lockWithCheckout(input.paymentId)
               if (Option.isNone(found)) return { payment: Option.none<Payment.Payment>(), before: null }
               const { stored, checkout } = found.value
-              const answer: ProviderSettlement.CloseAnswer =
-                input.reading._tag === "Checkout" ? { _tag: "Checkout", state: input.reading.state } : input.reading
-              const { settlement } = ProviderSettlement.decideClose(stored.payment, "expire", answer, {
-                now,
-                visit: checkout.visit,
-                closing: "expire"
-              })
+              const { settlement } = ProviderSettlement.decideClose(
+                stored.payment,
+                "expire",
+                closeAnswerOf(input.reading),
+                { now, visit: checkout.visit, closing: "expire" }
+              )
               const after = yield* applySettlement(stored, settlement, now)
-              const nextReadAt = after.status === "pending" ? ProviderSettlement.Schedule.nextExpiryAttempt(now) : null
+              // No answer: again within a minute. A provider that keeps the checkout payable until its own expiry
+              // (decisions §11): asked again at that time, when it has expired it (or been paid).
+              const retry = ProviderSettlement.Schedule.nextExpiryAttempt(now)
+              const nextReadAt =
+                after.status !== "pending"
+                  ? null
+                  : input.reading._tag === "Unclosable"
+                    ? DateTime.max(input.reading.expiresAt, retry)
+                    : retry
               yield* checkouts.recordRead(
                 input.paymentId,
                 input.reading,

@@ -18,7 +18,8 @@
  * money moved — by `ProviderAnswers.resolveUnopened`).
  */
 import { Context, DateTime, Duration, Effect, Layer, Option, Schedule } from "effect"
-import { type FoundCheckout, ProviderConnector } from "../providers/ProviderConnector.ts"
+import type { FoundCheckout } from "../providers/ProviderConnector.ts"
+import { ProviderConnectors } from "../providers/ProviderConnectors.ts"
 import { ProviderLinks } from "../providers/ProviderLinks.ts"
 import { type LiveCheckout, LiveCheckouts } from "./LiveCheckouts.ts"
 import { ProviderAnswers } from "./ProviderAnswers.ts"
@@ -76,7 +77,7 @@ export class ProviderReconciler extends Context.Service<
     Effect.gen(function* () {
       const checkouts = yield* LiveCheckouts
       const links = yield* ProviderLinks
-      const connector = yield* ProviderConnector
+      const connectors = yield* ProviderConnectors
       const answers = yield* ProviderAnswers
 
       const refusedLog = (message: string, paymentId: string, providerMessage: string) =>
@@ -89,6 +90,7 @@ export class ProviderReconciler extends Context.Service<
         const link = yield* links.find(checkout.linkId)
         if (Option.isNone(link)) return
         const access = links.access(link.value)
+        const connector = connectors.of(link.value.provider)
         let candidates: ReadonlyArray<FoundCheckout> = []
         for (const window of openingSearchWindows(checkout.createdAt, yield* DateTime.now)) {
           const listed = yield* connector.findCheckouts(access, checkout.paymentId, window).pipe(Effect.result)
@@ -119,7 +121,10 @@ export class ProviderReconciler extends Context.Service<
             )
           }
           if (closed.success._tag === "NoAnswer") return
-          readings.push({ checkoutId: found.checkoutId, reading: closed.success })
+          // A provider that keeps it payable until its own expiry (Mollie): still open, and nobody has its address.
+          readings.push(
+            closed.success._tag === "Unclosable" ? found : { checkoutId: found.checkoutId, reading: closed.success }
+          )
         }
         // Money that moved decides; otherwise there is nothing to adopt.
         const decisive =
@@ -138,7 +143,10 @@ export class ProviderReconciler extends Context.Service<
             Effect.gen(function* () {
               const link = yield* links.find(checkout.linkId)
               if (Option.isNone(link) || checkout.checkoutId === null) return
-              const reading = yield* connector.read(links.access(link.value), checkout.checkoutId).pipe(Effect.result)
+              const reading = yield* connectors
+                .of(link.value.provider)
+                .read(links.access(link.value), checkout.checkoutId)
+                .pipe(Effect.result)
               if (reading._tag === "Failure") {
                 return yield* Effect.logWarning("The provider refused to read a checkout").pipe(
                   Effect.annotateLogs({ payment_id: checkout.paymentId, provider_message: reading.failure.message })
@@ -157,7 +165,10 @@ export class ProviderReconciler extends Context.Service<
             Effect.gen(function* () {
               const link = yield* links.find(checkout.linkId)
               if (Option.isNone(link) || checkout.checkoutId === null) return
-              const closed = yield* connector.close(links.access(link.value), checkout.checkoutId).pipe(Effect.result)
+              const closed = yield* connectors
+                .of(link.value.provider)
+                .close(links.access(link.value), checkout.checkoutId)
+                .pipe(Effect.result)
               if (closed._tag === "Failure") {
                 return yield* Effect.logWarning("The provider refused to expire a checkout").pipe(
                   Effect.annotateLogs({ payment_id: checkout.paymentId, provider_message: closed.failure.message })
@@ -179,6 +190,7 @@ export class ProviderReconciler extends Context.Service<
                 return yield* checkouts.cleanedUp(checkout.paymentId, { _tag: "Nothing" }, yield* DateTime.now)
               }
               const access = links.access(link.value)
+              const connector = connectors.of(link.value.provider)
               const opened = yield* connector.open(access, request).pipe(Effect.result)
               if (opened._tag === "Failure") {
                 // Refused (e.g. the window of expires_at has passed and no checkout was made then): nothing to close.
@@ -191,9 +203,12 @@ export class ProviderReconciler extends Context.Service<
               if (opened.success._tag === "NoAnswer") return
               const closed = yield* connector.close(access, opened.success.checkoutId).pipe(Effect.result)
               if (closed._tag === "Success" && closed.success._tag === "NoAnswer") return
+              // Closed, or left to expire at the provider (Unclosable: nobody has its address).
+              const outcome =
+                closed._tag === "Success" && closed.success._tag === "Unclosable" ? "Unclosable" : "Expired"
               yield* checkouts.cleanedUp(
                 checkout.paymentId,
-                { _tag: "Expired", checkoutId: opened.success.checkoutId },
+                { _tag: outcome, checkoutId: opened.success.checkoutId },
                 yield* DateTime.now
               )
             }),

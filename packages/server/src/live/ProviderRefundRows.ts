@@ -31,10 +31,10 @@ const RefundTargetRow = ProviderPaymentRow.mapFields(Struct.pick(["link_id", "pr
 /** What a create call sent again needs: the refund's amount and its payment at the provider. */
 const CreateAgainRow = Schema.Struct({
   amount: Columns.Integer.pipe(Schema.decodeTo(Money.Amount)),
+  currency: Money.Currency,
   provider_payment_id: Schema.NullOr(Schema.NonEmptyString)
 })
 const OwnerRow = ProviderPaymentRow.mapFields(Struct.pick(["payment_id"]))
-const RefundIdRow = ProviderRefundRow.mapFields(Struct.pick(["refund_id"]))
 
 /**
  * The reads of `provider_refunds` and of the `provider_payments` rows refunds go through, decoded (a row that does not
@@ -50,12 +50,6 @@ export const makeRows = (sql: SqlClient.SqlClient) => {
     Request: Schema.String,
     Result: ProviderRefundRow,
     execute: (providerRefundId) => sql`SELECT * FROM provider_refunds WHERE provider_refund_id = ${providerRefundId}`
-  })
-  const ofLink = SqlSchema.findOneOption({
-    Request: Schema.Struct({ refundId: Ids.RefundId, linkId: ProviderLinkId }),
-    Result: RefundIdRow,
-    execute: ({ refundId, linkId }) =>
-      sql`SELECT refund_id FROM provider_refunds WHERE refund_id = ${refundId} AND link_id = ${linkId}`
   })
   const claimDue = SqlSchema.findAll({
     Request: Schema.Struct({ now: Columns.Timestamp, until: Columns.Timestamp, limit: Schema.Int }),
@@ -85,32 +79,31 @@ export const makeRows = (sql: SqlClient.SqlClient) => {
     Request: Ids.RefundId,
     Result: CreateAgainRow,
     execute: (refundId) => sql`
-      SELECT r.amount, p.provider_payment_id
-      FROM refunds r JOIN provider_payments p ON p.payment_id = r.payment_id
+      SELECT r.amount, pay.currency, p.provider_payment_id
+      FROM refunds r JOIN provider_payments p ON p.payment_id = r.payment_id JOIN payments pay ON pay.id = r.payment_id
       WHERE r.id = ${refundId}
     `
   })
   const owner = SqlSchema.findOneOption({
-    Request: Schema.Struct({ providerPaymentId: Schema.String, linkId: ProviderLinkId }),
+    Request: Schema.Struct({ providerPaymentId: Schema.String, linkIds: Schema.Array(ProviderLinkId) }),
     Result: OwnerRow,
-    execute: ({ providerPaymentId, linkId }) => sql`
+    execute: ({ providerPaymentId, linkIds }) => sql`
       SELECT payment_id FROM provider_payments
-      WHERE provider_payment_id = ${providerPaymentId} AND link_id = ${linkId}
+      WHERE provider_payment_id = ${providerPaymentId} AND ${sql.in("link_id", linkIds)}
+      LIMIT 1
     `
   })
   return {
     byRefundId: (refundId: Ids.RefundId) => byRefundId(refundId).pipe(Effect.orDie),
     byProviderRefundId: (providerRefundId: string) => byProviderRefundId(providerRefundId).pipe(Effect.orDie),
-    /** Whether this link asked for the refund (one account linked twice sends each event to both endpoints). */
-    ofLink: (refundId: Ids.RefundId, linkId: ProviderLinkId) =>
-      ofLink({ refundId, linkId }).pipe(Effect.map(Option.isSome), Effect.orDie),
     claimDue: (options: { readonly now: DateTime.Utc; readonly until: DateTime.Utc; readonly limit: number }) =>
       claimDue(options).pipe(Effect.orDie),
     /** The provider's part of a live payment: its link, and its payment at the provider once paid. */
     target: (paymentId: Ids.PaymentId) => target(paymentId).pipe(Effect.orDie),
     createAgain: (refundId: Ids.RefundId) => createAgain(refundId).pipe(Effect.orDie),
-    /** The payment this link opened whose payment at the provider is this one. */
-    owner: (providerPaymentId: string, linkId: ProviderLinkId) =>
-      owner({ providerPaymentId, linkId }).pipe(Effect.map(Option.map((row) => row.payment_id)), Effect.orDie)
+    /** The payment one of these links (an account's, LiveCheckouts.accountLinks) opened whose payment at the
+     * provider is this one. */
+    owner: (providerPaymentId: string, linkIds: ReadonlyArray<ProviderLinkId>) =>
+      owner({ providerPaymentId, linkIds }).pipe(Effect.map(Option.map((row) => row.payment_id)), Effect.orDie)
   }
 }

@@ -54,11 +54,11 @@ export const webhookBacklogOverdue = Metric.gauge("kassa_webhook_backlog_overdue
 })
 
 export const providerCalls = Metric.counter("kassa_provider_calls_total", {
-  description: "Calls to the payment provider, by operation and outcome",
+  description: "Calls to a payment provider (or the test-mode simulator), by provider, operation and outcome",
   incremental: true
 })
 export const providerCallDuration = Metric.histogram("kassa_provider_call_duration_seconds", {
-  description: "Time of one payment provider call, by operation and outcome",
+  description: "Time of one payment provider call, by provider, operation and outcome",
   boundaries: callBoundaries
 })
 
@@ -153,8 +153,8 @@ export const recordAttempt = (kind: string, outcome: string, seconds: number) =>
     Metric.update(Metric.withAttributes(webhookAttemptDuration, { outcome }), seconds)
   )
 
-export const recordProviderCall = (operation: string, outcome: string, seconds: number) => {
-  const attributes = { operation, outcome }
+export const recordProviderCall = (provider: string, operation: string, outcome: string, seconds: number) => {
+  const attributes = { provider, operation, outcome }
   return Effect.andThen(
     Metric.update(Metric.withAttributes(providerCalls, attributes), 1),
     Metric.update(Metric.withAttributes(providerCallDuration, attributes), seconds)

@@ -1,14 +1,27 @@
 /**
  * A call to a payment provider, observed from outside it (the providers themselves stay free of metrics code): a
  * span `PaymentProvider.<operation>` and `kassa_provider_calls_total` / `kassa_provider_call_duration_seconds` by
- * operation and outcome (the provider's answer, or `error`/`interrupted`). Used by the test-mode simulator
- * (payments/Simulator.ts).
+ * provider, operation and outcome (the provider's answer, or `error`/`interrupted`). Used by the test-mode simulator
+ * (payments/Simulator.ts, provider `simulator`) and around every connector call (providers/ProviderConnectors.ts).
  */
-import { Effect, Exit } from "effect"
+import { Cause, Effect, Exit, Option } from "effect"
 import * as Metrics from "./Metrics.ts"
+
+/** A provider's refusal (`ProviderRefused`: it read the request and said no) counts as `refused`, else `error`. */
+const refusedOrError = (cause: Cause.Cause<unknown>) =>
+  Cause.findErrorOption(cause).pipe(
+    Option.match({
+      onNone: () => "error",
+      onSome: (error) =>
+        typeof error === "object" && error !== null && "_tag" in error && error._tag === "ProviderRefused"
+          ? "refused"
+          : "error"
+    })
+  )
 
 /** Runs one provider call under its span and counts it. */
 export const observe = <A, E, R>(
+  provider: string,
   operation: string,
   call: Effect.Effect<A, E, R>,
   outcomeOf: (value: A) => string
@@ -18,11 +31,16 @@ export const observe = <A, E, R>(
     return call.pipe(
       Effect.onExit((exit) =>
         Metrics.recordProviderCall(
+          provider,
           operation,
-          Exit.isSuccess(exit) ? outcomeOf(exit.value) : Exit.hasInterrupts(exit) ? "interrupted" : "error",
+          Exit.isSuccess(exit)
+            ? outcomeOf(exit.value)
+            : Exit.hasInterrupts(exit)
+              ? "interrupted"
+              : refusedOrError(exit.cause),
           Metrics.secondsSince(started)
         )
       ),
-      Effect.withSpan(`PaymentProvider.${operation}`, { kind: "client" })
+      Effect.withSpan(`PaymentProvider.${operation}`, { kind: "client", attributes: { "kassa.provider": provider } })
     )
   })

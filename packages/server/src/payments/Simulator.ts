@@ -39,7 +39,7 @@ export class Simulator extends Context.Service<
         const inner = yield* Simulator
         return Simulator.of({
           open: (request) =>
-            ProviderCalls.observe("open", inner.open(request), (answer) => answer).pipe(
+            ProviderCalls.observe("simulator", "open", inner.open(request), (answer) => answer).pipe(
               Effect.annotateSpans({ "kassa.mode": "test" })
             )
         })

@@ -17,15 +17,19 @@
 import { Ids, type ProviderSettlement } from "@kassa/core"
 import { Context, type DateTime, type Duration, type Effect, type Redacted, Schema } from "effect"
 
-export const ProviderName = Schema.Literals(["stripe"])
+export const ProviderName = Schema.Literals(["stripe", "mollie"])
 export type ProviderName = typeof ProviderName.Type
 
 /** How pages name a provider (a link's `provider`, as operators read it). */
-export const providerTitles: Readonly<Record<ProviderName, string>> = { stripe: "Stripe" }
+export const providerTitles: Readonly<Record<ProviderName, string>> = { stripe: "Stripe", mollie: "Mollie" }
 
 /** A provider link's id (`provider_links.id`): it is in the webhook URL the provider posts to. */
 export const ProviderLinkId = Ids.ProviderLinkId
 export type ProviderLinkId = Ids.ProviderLinkId
+
+/** The path a provider posts a link's events to (decisions §10, §11), under `KASSA_BASE_URL`. */
+export const webhookPath = (provider: ProviderName, linkId: ProviderLinkId) =>
+  `/provider-webhooks/${provider}/${linkId}` as const
 
 /** The provider did not answer (its own outcome; see the module comment). */
 export type NoAnswer = Extract<ProviderSettlement.ProviderAnswer, { readonly _tag: "NoAnswer" }>
@@ -64,6 +68,14 @@ export interface VerifiedAccount {
   readonly livemode: boolean
 }
 
+/**
+ * The provider posts to a URL named on each payment instead (Mollie's classic webhook): there is no endpoint to
+ * create, delete or verify a signature with; {@link OpenRequest.webhookUrl} carries the link's URL.
+ */
+export interface PerPaymentWebhooks {
+  readonly _tag: "PerPayment"
+}
+
 export interface RegisteredWebhook {
   readonly _tag: "Webhook"
   readonly endpointId: string
@@ -84,6 +96,8 @@ export interface OpenRequest {
   readonly customerEmail: string | null
   /** `{base_url}/checkout/{id}/return`. */
   readonly returnUrl: string
+  /** `{base_url}/provider-webhooks/{provider}/{link_id}`: for providers that take it per payment (Mollie). */
+  readonly webhookUrl: string
   /** Clamped by the caller to the provider's window. */
   readonly expiresAt: DateTime.Utc
   /** Derived from the merchant's Idempotency-Key, or from the payment id. */
@@ -95,7 +109,10 @@ export interface OpenedCheckout {
   /** The provider's id of the checkout (Stripe: its Checkout Session). */
   readonly checkoutId: string
   readonly url: string
+  /** When the provider will close the checkout (it may choose its own: Mollie's `expiresAt` is read-only). */
   readonly expiresAt: DateTime.Utc
+  /** The provider's payment behind the checkout when the create already names it (Mollie: the same `tr_` id). */
+  readonly providerPaymentId: string | null
 }
 
 /** A checkout read now, with the provider's payment id once there is one (refunds need it). */
@@ -104,6 +121,26 @@ export interface CheckoutReading {
   readonly state: ProviderSettlement.CheckoutState
   /** The provider's payment behind the checkout (Stripe: its PaymentIntent), once there is one. */
   readonly providerPaymentId: string | null
+  /** What operators see on the "At the provider" card: the provider's own status word and expiry, if it has one. */
+  readonly providerStatus: string
+  readonly providerExpiresAt: DateTime.Utc | null
+  /** Money the payer's bank took back (chargebacks, Stripe's lost disputes…), in minor units; 0 when none. */
+  readonly chargedBack: number
+  /**
+   * The provider holds an authorization that needs a capture Kassa does not make (Mollie's `authorized`: Klarna,
+   * in3…): the payment stays pending and operators see it among the discrepancies.
+   */
+  readonly awaitingCapture: boolean
+}
+
+/**
+ * The provider will not close this open checkout (Mollie: `isCancelable` false for an open iDEAL or card checkout);
+ * it stays payable until `expiresAt`. A cancel is then honoured in Kassa alone and expiry waits for that time
+ * (decisions §11, "Lost webhooks, expiry, cancel").
+ */
+export interface Unclosable {
+  readonly _tag: "Unclosable"
+  readonly expiresAt: DateTime.Utc
 }
 
 /** A checkout found at the provider by the payment it was opened for (the clean-up of creates that died). */
@@ -116,6 +153,8 @@ export interface RefundRequest {
   readonly refundId: Ids.RefundId
   readonly providerPaymentId: string
   readonly amount: number
+  /** The payment's currency (Mollie writes a refund's amount in it). */
+  readonly currency: string
 }
 
 /** A refund read now; `refund.refund_id` is Kassa's id from the provider's metadata, else `unknownAs`. */
@@ -139,10 +178,18 @@ export type EventSubject =
   | { readonly _tag: "Refund"; readonly providerRefundId: string }
   /** A provider payment's refunds changed; the event names the payment, not the refunds (they are listed). */
   | { readonly _tag: "RefundsChanged"; readonly providerPaymentId: string | null }
+  /**
+   * Something about this checkout changed, its status or its refunds (Mollie's ping names only the payment): Kassa
+   * reads both, and only for a checkout it knows under the link the ping arrived at.
+   */
+  | { readonly _tag: "CheckoutChanged"; readonly checkoutId: string }
+  /** The provider's payment changed outside its checkout (Stripe: a dispute on its charge): its checkout is read. */
+  | { readonly _tag: "ProviderPaymentChanged"; readonly providerPaymentId: string }
   | { readonly _tag: "Other" }
 
 export interface ProviderEvent {
-  readonly id: string
+  /** The provider's event id, recorded once applied (replays change nothing); null for unsigned pings (Mollie). */
+  readonly id: string | null
   readonly type: string
   readonly livemode: boolean
   readonly subject: EventSubject
@@ -161,11 +208,16 @@ export class ProviderConnector extends Context.Service<
     readonly verifyLink: (
       secretKey: Redacted.Redacted<string>
     ) => Effect.Effect<VerifiedAccount | NoAnswer, ProviderRefused>
-    /** Creates the endpoint the provider posts events to, subscribed to the events the connector reads. */
+    /**
+     * Creates the endpoint the provider posts events to, subscribed to the events the connector reads; `PerPayment`
+     * (no call made) for a provider whose webhook URL is named on each payment. Idempotent per link id: asked again
+     * for the same link (an answer lost), the provider gives the same endpoint, so linking's clean-up can find and
+     * delete what an interrupted link made.
+     */
     readonly registerWebhook: (
       link: LinkAccess,
       url: string
-    ) => Effect.Effect<RegisteredWebhook | NoAnswer, ProviderRefused>
+    ) => Effect.Effect<RegisteredWebhook | PerPaymentWebhooks | NoAnswer, ProviderRefused>
     /** Deletes the endpoint; one already gone counts as retired. */
     readonly retireWebhook: (
       link: LinkAccess,
@@ -185,15 +237,22 @@ export class ProviderConnector extends Context.Service<
       { readonly _tag: "Found"; readonly checkouts: ReadonlyArray<FoundCheckout> } | NoAnswer,
       ProviderRefused
     >
-    /** Expires an open checkout; one no longer open is read instead, so the answer is what the provider says now. */
-    readonly close: (link: LinkAccess, checkoutId: string) => Effect.Effect<CheckoutReading | NoAnswer, ProviderRefused>
+    /**
+     * Expires an open checkout; one no longer open is read instead, so the answer is what the provider says now.
+     * `Unclosable` when the provider keeps an open checkout payable until its own expiry.
+     */
+    readonly close: (
+      link: LinkAccess,
+      checkoutId: string
+    ) => Effect.Effect<CheckoutReading | Unclosable | NoAnswer, ProviderRefused>
     readonly refund: (
       link: LinkAccess,
       request: RefundRequest
     ) => Effect.Effect<RefundReading | NoAnswer, ProviderRefused>
+    /** A refund read now; `providerPaymentId` when known (Mollie reads a refund under its payment). */
     readonly readRefund: (
       link: LinkAccess,
-      providerRefundId: string,
+      target: { readonly providerRefundId: string; readonly providerPaymentId: string | null },
       unknownAs: Ids.RefundId
     ) => Effect.Effect<RefundReading | NoAnswer, ProviderRefused>
     /** The refunds of a provider payment (a `RefundsChanged` event names the payment, not its refunds). */
@@ -201,7 +260,10 @@ export class ProviderConnector extends Context.Service<
       link: LinkAccess,
       providerPaymentId: string
     ) => Effect.Effect<{ readonly _tag: "Refunds"; readonly ids: ReadonlyArray<string> } | NoAnswer, ProviderRefused>
-    /** Verifies an event's signature against the link's endpoint secret and says what it is about. */
+    /**
+     * Verifies an event's signature against the link's endpoint secret and says what it is about. For unsigned
+     * pings (Mollie's `id=tr_…`) it only parses: the caller must not apply anything before reading the provider.
+     */
     readonly parseEvent: (
       link: LinkAccess,
       rawBody: string,
@@ -209,3 +271,6 @@ export class ProviderConnector extends Context.Service<
     ) => Effect.Effect<ProviderEvent, EventRejected>
   }
 >()("@kassa/server/providers/ProviderConnector") {}
+
+/** One connector's operations (what {@link ProviderConnectors} hands out per provider). */
+export type Connector = ProviderConnector["Service"]

@@ -11,13 +11,14 @@
  * (`hang`), or run and then never answered (`hang-after`: the session exists, the caller timed out). Events can be
  * dropped, duplicated, delayed, held and released in another order.
  *
- * This module is the fake's face and wiring; its parts are in fakeStripe/: the objects it keeps (Accounts, Sessions,
+ * This module is the fake's face and wiring; its parts are in fakeStripe/: the objects it keeps (Accounts, Sessions, Disputes,
  * PaymentIntents, Refunds, WebhookEndpoints), Events, the API (Routes, Api, Faults) and the HostedCheckout page.
  */
 import { createServer } from "node:http"
 import { makeAccounts } from "./fakeStripe/Accounts.ts"
 import { makeApi, type RecordedRequest } from "./fakeStripe/Api.ts"
 import { makeClock } from "./fakeStripe/Clock.ts"
+import { makeDisputes } from "./fakeStripe/Disputes.ts"
 import { type Delivery, type EventFault, makeEvents } from "./fakeStripe/Events.ts"
 import { type Fault, makeFaults } from "./fakeStripe/Faults.ts"
 import { makeHostedCheckout } from "./fakeStripe/HostedCheckout.ts"
@@ -53,9 +54,13 @@ export interface FakeStripe {
     readonly key: string
     readonly accountId: string
   }
+  /** Another key of an existing account (a rolled key): linking it links the same account again. */
+  readonly addKey: (accountId: string, options?: { readonly restricted?: boolean }) => string
   /** Every API request, oldest first. */
   readonly requests: ReadonlyArray<RecordedRequest>
   readonly sessions: () => ReadonlyArray<JsonObject>
+  /** The webhook endpoints Stripe keeps now, of every account (deleted ones are gone). */
+  readonly webhookEndpoints: () => ReadonlyArray<JsonObject>
   readonly session: (id: string) => JsonObject
   readonly refund: (id: string) => JsonObject
   /** Every event Stripe created (sent or not), oldest first. */
@@ -97,6 +102,14 @@ export interface FakeStripe {
   readonly failSucceededRefund: (refundId: string) => JsonObject
   /** A refund made in Stripe's own dashboard: no Kassa metadata. */
   readonly refundInDashboard: (paymentIntentId: string, amount?: number) => JsonObject
+  /** The payer's bank disputes the payment (an `inquiry` moves no money); `closeDispute` decides it. */
+  readonly dispute: (
+    paymentIntentId: string,
+    options?: { readonly amount?: number; readonly inquiry?: boolean }
+  ) => JsonObject
+  readonly closeDispute: (disputeId: string, outcome: "won" | "lost") => JsonObject
+  /** The account (default: the first) switches a payment method off: Checkout no longer offers it. */
+  readonly disableMethod: (method: string, accountId?: string) => void
   readonly close: () => Promise<void>
 }
 
@@ -112,8 +125,14 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
   const paymentIntents = makePaymentIntents(clock)
   const sessions = makeSessions({ clock, base, events, paymentIntents })
   const refunds = makeRefunds({ clock, events, paymentIntents })
+  const disputes = makeDisputes({ clock, events, paymentIntents })
   const faults = makeFaults()
-  const api = makeApi({ base, accounts, faults, routes: makeRoutes({ endpoints, sessions, paymentIntents, refunds }) })
+  const api = makeApi({
+    base,
+    accounts,
+    faults,
+    routes: makeRoutes({ endpoints, sessions, paymentIntents, refunds, disputes })
+  })
   const hosted = makeHostedCheckout(sessions)
 
   const server = createServer((request, response) => {
@@ -137,8 +156,10 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
     secretKey: first.key,
     accountId: first.accountId,
     addAccount: accounts.add,
+    addKey: accounts.addKey,
     requests: api.requests,
     sessions: () => sessions.stored().map((stored) => view(stored.object)),
+    webhookEndpoints: endpoints.stored,
     session: (id) => {
       const stored = sessions.get(id)
       if (stored === undefined) throw new Error(`no session ${id}`)
@@ -169,6 +190,13 @@ export const startFakeStripe = async (options: FakeStripeOptions = {}): Promise<
     settleRefund: (refundId, status) => refunds.change(refundId, status, ["pending"]),
     failSucceededRefund: (refundId) => refunds.change(refundId, "failed", ["succeeded"]),
     refundInDashboard: refunds.inDashboard,
+    dispute: disputes.open,
+    closeDispute: disputes.close,
+    disableMethod: (method, accountId = first.accountId) => {
+      const account = accounts.get(accountId)
+      if (account === undefined) throw new Error(`no account ${accountId}`)
+      account.disabledMethods.add(method)
+    },
     close: async () => {
       api.dropHanging()
       server.closeAllConnections()

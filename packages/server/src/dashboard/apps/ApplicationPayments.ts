@@ -146,6 +146,10 @@ const requestRefund = Effect.gen(function* () {
           { form: "The payment is being changed by another request right now. Try again in a few seconds." },
           409
         )
+      case "ProviderError":
+        // The provider's reason in words (Mollie: a second refund of the same amount within an hour), with the
+        // failed refund now on the page.
+        return yield* again({ form: failure.message }, 502, true)
     }
   }
   yield* (yield* AuditLog).record((yield* SignedIn).actor, {

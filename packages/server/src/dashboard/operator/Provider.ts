@@ -1,20 +1,22 @@
 /**
  * What operators see at the payment provider (`/dashboard/operator/provider`, issue 12 §5): open discrepancies and overdue answers,
  * and "read now" of one live payment's checkout or one live refund, applied as the background round would
- * (`ProviderAnswers.applyCheckoutAnswer`, `LiveRefunds.refresh`): a status change commits with its event. Template:
+ * (`ProviderAnswers.applyCheckoutAnswer`, `LiveRefunds.refresh`): a status change commits with its event; and the
+ * one-click full refund of money a closed payment took there (`DiscrepancyRefunds`). Template:
  * pages/dashboard/OperatorProvider.ts.
  */
 import { Ids } from "@kassa/core"
 import { DateTime, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AuditLog } from "../../audit/AuditLog.ts"
+import { DiscrepancyRefunds } from "../../live/DiscrepancyRefunds.ts"
 import { LiveCheckouts } from "../../live/LiveCheckouts.ts"
 import { LiveRefunds } from "../../live/LiveRefunds.ts"
 import { ProviderAnswers } from "../../live/ProviderAnswers.ts"
 import { respondPage } from "../../pages/dashboard/DashboardLayout.ts"
 import { notFoundPage } from "../../pages/dashboard/MessagePages.ts"
 import { providerPage, providerPath } from "../../pages/dashboard/OperatorProvider.ts"
-import { ProviderConnector } from "../../providers/ProviderConnector.ts"
+import { ProviderConnectors } from "../../providers/ProviderConnectors.ts"
 import { ProviderLinks } from "../../providers/ProviderLinks.ts"
 import { PostedForm, pageSize, redirect, route, SignedIn } from "../DashboardRoute.ts"
 import * as ProviderQueries from "../ProviderQueries.ts"
@@ -23,7 +25,8 @@ import { nextCursor, notice, param } from "./OperatorFrame.ts"
 const parsePaymentId = Schema.decodeUnknownOption(Ids.PaymentId)
 const parseRefundId = Schema.decodeUnknownOption(Ids.RefundId)
 
-const overview = Effect.gen(function* () {
+/** The page; `problem` (a refused action, in words) shows over the request's notice. */
+const overviewWith = Effect.fnUntraced(function* (problem?: string) {
   const sql = yield* SqlClient.SqlClient
   const beforeText = yield* param("before", 20)
   const before = /^[0-9]{1,15}$/.test(beforeText) ? Number(beforeText) : undefined
@@ -39,7 +42,7 @@ const overview = Effect.gen(function* () {
   return respondPage(
     providerPage({
       viewer: (yield* SignedIn).viewer,
-      notice: yield* notice,
+      notice: problem ?? (yield* notice),
       discrepancies: discrepancies.rows,
       discrepanciesNext: nextCursor(discrepancies, (row) => row.id),
       overdue: overdue.rows,
@@ -55,7 +58,8 @@ const readCheckout = Effect.fn("OperatorProvider.readCheckout")(function* (payme
   if (Option.isNone(checkout) || checkout.value.checkoutId === null) return "provider_nothing" as const
   const link = yield* links.find(checkout.value.linkId)
   if (Option.isNone(link)) return "provider_nothing" as const
-  const reading = yield* (yield* ProviderConnector)
+  const reading = yield* (yield* ProviderConnectors)
+    .of(link.value.provider)
     .read(links.access(link.value), checkout.value.checkoutId)
     .pipe(Effect.result)
   if (reading._tag === "Failure" || reading.success._tag === "NoAnswer") return "provider_no_answer" as const
@@ -88,7 +92,39 @@ const readNow = Effect.gen(function* () {
   return redirect(providerPath, outcome)
 })
 
+/**
+ * The one-click full refund of a "paid after final" discrepancy (decisions §11; live/DiscrepancyRefunds.ts), audited
+ * with the provider's answer.
+ */
+const refundDiscrepancy = Effect.gen(function* () {
+  const form = yield* PostedForm
+  const idText = form.value("discrepancy_id")
+  if (!/^[0-9]{1,15}$/.test(idText)) return notFoundPage()
+  const done = yield* (yield* DiscrepancyRefunds).refund(Number(idText))
+  if (Option.isNone(done)) return notFoundPage()
+  const { outcome, paymentId, applicationId } = done.value
+  yield* (yield* AuditLog).record((yield* SignedIn).actor, {
+    action: "provider.discrepancy_refund",
+    applicationId,
+    target: paymentId,
+    details: {
+      discrepancy_id: idText,
+      outcome: outcome._tag,
+      said: outcome._tag === "Refunded" ? outcome.resolution : outcome.message
+    }
+  })
+  switch (outcome._tag) {
+    case "Refunded":
+      return redirect(providerPath, "discrepancy_refunded")
+    case "NoAnswer":
+      return redirect(providerPath, "discrepancy_refund_no_answer")
+    default:
+      return yield* overviewWith(outcome.message)
+  }
+})
+
 export const routes = [
-  route("GET", providerPath, "operator", overview),
-  route("POST", `${providerPath}/read`, "operator", readNow)
+  route("GET", providerPath, "operator", overviewWith()),
+  route("POST", `${providerPath}/read`, "operator", readNow),
+  route("POST", `${providerPath}/refund`, "operator", refundDiscrepancy)
 ] as const

@@ -24,6 +24,10 @@ const notices: Readonly<Record<string, Notice>> = {
   provider_read: "Kassa read it from the provider now and applied the answer.",
   provider_no_answer: "The provider did not answer (or refused): nothing changed; the background round tries again.",
   provider_nothing: "There is nothing to read at the provider for it (no checkout there, or no provider refund).",
+  discrepancy_refunded:
+    "The payment's whole amount is refunded at the provider; the discrepancy is resolved (the payment's status is unchanged).",
+  discrepancy_refund_no_answer:
+    "The provider did not answer: nothing is resolved. Refunding again is safe: it makes no second refund.",
   // Operator: users
   user_created: "The user is created and can sign in now.",
   password_set: "The new password is set; every session of the user has ended.",

@@ -25,6 +25,24 @@ const readNow = (viewer: Viewer, target: { readonly paymentId: string; readonly 
     target.refundId === null ? { payment_id: target.paymentId } : { refund_id: target.refundId }
   )
 
+/** Kinds operators read on the page, in words (the code stays beside it); a kind this build does not know as it is. */
+const kindTitles: Readonly<Record<string, string>> = {
+  paid_after_final: "paid after final",
+  unpaid_after_paid: "unpaid after paid",
+  refund_failed_after_success: "refund failed after success",
+  refund_not_recordable: "refund not recordable",
+  charged_back: "charged back",
+  awaiting_capture: "awaiting capture"
+}
+
+/** The one-click full refund at the provider of money a closed payment took (decisions §11, "paid after cancel"). */
+const refundAtProvider = (viewer: Viewer, item: DiscrepancyItem) =>
+  item.kind === "paid_after_final" && item.provider !== null
+    ? actionForm(viewer, `${providerPath}/refund`, `Refund in full at ${item.provider}`, "danger", {
+        discrepancy_id: item.id
+      })
+    : html``
+
 export const providerPage = (view: {
   readonly viewer: Viewer
   readonly notice: Notice | undefined
@@ -36,11 +54,12 @@ export const providerPage = (view: {
   const discrepancies = view.discrepancies.map(
     (item) => html`<tr>
 <td>${formatTime(item.detectedAt)}</td>
+<td>${item.provider ?? html`<span class="muted">—</span>`}</td>
 <td>${paymentLink(item.applicationId, item.paymentId)}</td>
 <td>${item.refundId === null ? html`<span class="muted">—</span>` : html`<code>${item.refundId}</code>`}</td>
-<td><code>${item.kind}</code></td>
+<td>${kindTitles[item.kind] ?? item.kind} <code>${item.kind}</code></td>
 <td>${item.message}</td>
-<td>${readNow(view.viewer, item)}</td>
+<td>${readNow(view.viewer, item)}${refundAtProvider(view.viewer, item)}</td>
 </tr>`
   )
   const overdue = view.overdue.map(
@@ -60,7 +79,7 @@ export const providerPage = (view: {
     "At the provider",
     html`${pageHead("At the provider", "Live payments and refunds that their payment provider and Kassa disagree on, or that the provider has not answered for in time, newest first.")}
 <h2>Open discrepancies</h2>
-${table(["Detected", "Payment", "Refund", "Kind", "Message", ""], discrepancies, "No open discrepancies.", "Open discrepancies")}
+${table(["Detected", "Provider", "Payment", "Refund", "Kind", "Message", ""], discrepancies, "No open discrepancies.", "Open discrepancies")}
 ${pager(providerPath, {}, view.discrepanciesNext, { cursor: "before", label: "Older discrepancies" })}
 <h2>Overdue answers</h2>
 <p class="muted">Payments and refunds Kassa is waiting on that have had no answer from their provider for over 10 minutes (it reads them every 5): the provider did not answer or refused, or no Kassa process is reading.</p>
@@ -91,6 +110,8 @@ export const providerSection = (view: ProviderPaymentView): Html => html`<div cl
 <dt>Checkout</dt><dd>${checkoutState(view.state, view.provider)}</dd>
 <dt>Checkout id</dt><dd>${idOrNone(view.checkoutId)}</dd>
 <dt>Payment id at ${view.provider}</dt><dd>${idOrNone(view.providerPaymentId)}</dd>
+<dt>Status at ${view.provider}</dt><dd>${view.providerStatus === null ? html`<span class="muted">not read yet</span>` : html`<code>${view.providerStatus}</code>`}</dd>
+<dt>Checkout expires</dt><dd>${view.expiresAt === null ? html`<span class="muted">—</span>` : formatTime(view.expiresAt)}</dd>
 <dt>Last read</dt><dd>${formatTime(view.lastReadAt)}</dd>
 <dt>Next read</dt><dd>${view.nextReadAt === null ? html`<span class="muted">none planned</span>` : formatTime(view.nextReadAt)}</dd>
 </dl>

@@ -55,6 +55,10 @@ export interface ProviderPaymentView {
   readonly checkoutId: string | null
   /** The provider's payment behind the checkout, once there is one. */
   readonly providerPaymentId: string | null
+  /** The provider's own status word at the last read (Mollie's `open`, `paid`…; Stripe's session status). */
+  readonly providerStatus: string | null
+  /** When the provider closes the checkout (Mollie's `expiresAt`: it chooses, by method). */
+  readonly expiresAt: Date | null
   readonly lastReadAt: Date | null
   /** What the provider said, as stored (JSON text); shown escaped. */
   readonly lastAnswer: string | null
@@ -64,6 +68,8 @@ export interface ProviderPaymentView {
 export interface DiscrepancyItem {
   readonly id: string
   readonly applicationId: string
+  /** The provider the payment went through, as operators read it; null for a payment without a provider row. */
+  readonly provider: string | null
   readonly paymentId: string
   readonly refundId: string | null
   readonly kind: string
@@ -125,13 +131,14 @@ export interface ApplicationView extends Application.Application {
 
 /** A linked payment-provider account: what identifies it, never its sealed secrets. */
 export interface ProviderLinkView {
-  /** Its provider, as operators read it (`Stripe`). */
+  /** Its provider, as operators read it (`Stripe`, `Mollie`). */
   readonly provider: string
   readonly status: string
   readonly accountId: string
   readonly keyDisplay: string
   readonly livemode: boolean
-  readonly webhookEndpointId: string
+  /** Null for a provider whose webhook is named on each payment (Mollie). */
+  readonly webhookEndpointId: string | null
   readonly linkedAt: DateTime.Utc
 }
 

@@ -10,6 +10,11 @@ import type { JsonObject } from "./Json.ts"
 export interface Account {
   readonly id: string
   readonly livemode: boolean
+  /**
+   * Payment methods the account has switched off in its Dashboard (Settings → Payment methods): Checkout leaves them
+   * out of a session (https://docs.stripe.com/payments/payment-methods/dynamic-payment-methods).
+   */
+  readonly disabledMethods: Set<string>
 }
 
 /** An object kept for one account. */
@@ -37,6 +42,8 @@ export interface Accounts {
     readonly key: string
     readonly accountId: string
   }
+  /** Another secret key of an existing account (Stripe's "Roll key", or a restricted key beside the standard one). */
+  readonly addKey: (accountId: string, options?: { readonly restricted?: boolean }) => string
   readonly get: (id: string) => Account | undefined
   /** The account of the request's `Authorization` header, or Stripe's 401. */
   readonly authenticate: (header: string | undefined) => Account
@@ -48,11 +55,18 @@ export const makeAccounts = (): Accounts => {
   return {
     add: (opts = {}) => {
       const livemode = opts.livemode ?? false
-      const account: Account = { id: randomId("acct"), livemode }
+      const account: Account = { id: randomId("acct"), livemode, disabledMethods: new Set() }
       const key = `${opts.restricted === true ? "rk" : "sk"}_${livemode ? "live" : "test"}_${randomBytes(24).toString("hex")}`
       accounts.set(account.id, account)
       keys.set(key, account)
       return { key, accountId: account.id }
+    },
+    addKey: (accountId, opts = {}) => {
+      const account = accounts.get(accountId)
+      if (account === undefined) throw new Error(`no account ${accountId}`)
+      const key = `${opts.restricted === true ? "rk" : "sk"}_${account.livemode ? "live" : "test"}_${randomBytes(24).toString("hex")}`
+      keys.set(key, account)
+      return key
     },
     get: (id) => accounts.get(id),
     /**

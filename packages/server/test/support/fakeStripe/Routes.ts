@@ -1,5 +1,6 @@
 /** The API routes the fake answers: one per Stripe endpoint Kassa calls, each citing the page it follows. */
 import type { Account } from "./Accounts.ts"
+import type { Disputes } from "./Disputes.ts"
 import type { EventRequest } from "./Events.ts"
 import { invalidRequest } from "./Failures.ts"
 import { fixture } from "./Fixtures.ts"
@@ -57,8 +58,9 @@ export const makeRoutes = (objects: {
   readonly sessions: Sessions
   readonly paymentIntents: PaymentIntents
   readonly refunds: Refunds
+  readonly disputes: Disputes
 }): ReadonlyArray<RouteEntry> => {
-  const { endpoints, sessions, paymentIntents, refunds } = objects
+  const { endpoints, sessions, paymentIntents, refunds, disputes } = objects
   return [
     {
       // https://docs.stripe.com/api/accounts/retrieve: the account of the key.
@@ -171,6 +173,23 @@ export const makeRoutes = (objects: {
               (params.payment_intent === undefined || refund.payment_intent === params.payment_intent)
           )
         return listPage(owned, params, "/v1/refunds")
+      }
+    },
+    {
+      // https://docs.stripe.com/api/disputes/list: newest first, filtered by `charge` or `payment_intent`.
+      method: "GET",
+      path: /^\/v1\/disputes$/,
+      run: (account, params) => {
+        const owned = disputes
+          .stored()
+          .filter((stored) => stored.account === account.id)
+          .map((stored) => clone(stored.object))
+          .filter(
+            (dispute) =>
+              (params.charge === undefined || dispute.charge === params.charge) &&
+              (params.payment_intent === undefined || dispute.payment_intent === params.payment_intent)
+          )
+        return listPage(owned, params, "/v1/disputes")
       }
     },
     {

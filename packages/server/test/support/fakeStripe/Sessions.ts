@@ -25,6 +25,44 @@ const delayedMethods = new Set([
   "konbini"
 ])
 
+/**
+ * Currencies of the methods whose Stripe page restricts them (each page's "Determine compatibility"): iDEAL
+ * (https://docs.stripe.com/payments/ideal/accept-a-payment), Bancontact (https://docs.stripe.com/payments/bancontact/accept-a-payment),
+ * EPS (https://docs.stripe.com/payments/eps/accept-a-payment) and SEPA Direct Debit take EUR only; Przelewy24 EUR and
+ * PLN; BLIK PLN. Methods not listed take any currency here.
+ */
+const methodCurrencies: Readonly<Record<string, ReadonlyArray<string>>> = {
+  ideal: ["eur"],
+  bancontact: ["eur"],
+  eps: ["eur"],
+  sepa_debit: ["eur"],
+  p24: ["eur", "pln"],
+  blik: ["pln"]
+}
+
+/**
+ * What a session offers of `allowed_payment_method_types`: since API version 2026-09-30 Stripe "filters the list to
+ * only compatible payment methods based on other parameters such as `currency`", without an error, and shows the
+ * subset (possibly empty) as the session's `payment_method_types`
+ * (https://docs.stripe.com/changelog/endive/2026-09-30/remove-payment-method-types-checkout-sessions); a method the
+ * account has not turned on is never eligible (https://docs.stripe.com/payments/payment-methods/dynamic-payment-methods).
+ */
+const offered = (account: Account, allowed: ReadonlyArray<Json>, currency: string): Array<Json> =>
+  allowed.filter((method) => {
+    const currencies = methodCurrencies[String(method)]
+    return !account.disabledMethods.has(String(method)) && (currencies === undefined || currencies.includes(currency))
+  })
+
+/**
+ * Stripe reads an empty form value as "unset this parameter" and refuses it for one that cannot be unset
+ * (https://docs.stripe.com/error-codes#parameter-invalid-empty), with this message.
+ */
+const emptyValue = (param: string) =>
+  invalidRequest(
+    `You passed an empty string for '${param}'. We assume empty values are an attempt to unset a parameter; however '${param}' cannot be unset. You should remove '${param}' from your request or supply a non-empty value.`,
+    { code: "parameter_invalid_empty", param }
+  )
+
 export interface Customer {
   readonly name?: string | null
   readonly email?: string | null
@@ -79,9 +117,9 @@ export const makeSessions = (options: {
       const quantity = Number(item.quantity ?? 1)
       if (!Number.isInteger(unit) || unit < 0)
         throw invalidRequest("Invalid integer", { param: `line_items[${index}][price_data][unit_amount]` })
-      if (!isObject(price.product_data) || typeof price.product_data.name !== "string") {
-        throw missing(`line_items[${index}][price_data][product_data][name]`)
-      }
+      const name = `line_items[${index}][price_data][product_data][name]`
+      if (!isObject(price.product_data) || typeof price.product_data.name !== "string") throw missing(name)
+      if (price.product_data.name === "") throw emptyValue(name)
       total += unit * quantity
       currency = String(price.currency)
     })
@@ -102,7 +140,7 @@ export const makeSessions = (options: {
       : Array.isArray(params.payment_method_types)
         ? params.payment_method_types
         : null
-    const methods = allowed ?? ["card"]
+    const methods = allowed === null ? ["card"] : offered(account, allowed, String(currency))
     return {
       ...fixture("checkout.session"),
       id,
@@ -155,25 +193,31 @@ export const makeSessions = (options: {
       return view(session)
     },
     /**
-     * `expand[]=payment_intent` replaces the session's PaymentIntent id by the object
-     * (https://docs.stripe.com/expand; https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-payment_intent
-     * is expandable). Other expansions are refused, so a caller relying on one the fake lacks learns it.
+     * `expand[]=payment_intent` replaces the session's PaymentIntent id by the object, and
+     * `expand[]=payment_intent.latest_charge` its charge too (https://docs.stripe.com/expand: nested fields after a
+     * dot; https://docs.stripe.com/api/checkout/sessions/object#checkout_session_object-payment_intent and
+     * https://docs.stripe.com/api/payment_intents/object#payment_intent_object-latest_charge are expandable). Other
+     * expansions are refused, so a caller relying on one the fake lacks learns it.
      */
     expanded: (account, session, params) => {
       const expand = params.expand
       if (expand === undefined) return session
       const fields = Array.isArray(expand) ? expand.map(String) : [String(expand)]
       for (const field of fields) {
-        if (field !== "payment_intent") {
+        if (field !== "payment_intent" && field !== "payment_intent.latest_charge") {
           throw invalidRequest(`This property cannot be expanded (${field}).`, { param: "expand" })
         }
       }
       const intentId = session.payment_intent
       if (typeof intentId !== "string") return session
       const intent = paymentIntents.get(intentId)
-      return intent === undefined || intent.account !== account
-        ? session
-        : { ...session, payment_intent: clone(intent.object) }
+      if (intent === undefined || intent.account !== account) return session
+      const charge = fields.includes("payment_intent.latest_charge") ? paymentIntents.charge(intent.charge) : undefined
+      const object = clone(intent.object)
+      return {
+        ...session,
+        payment_intent: charge === undefined ? object : { ...object, latest_charge: clone(charge.object) }
+      }
     },
     complete: (sessionId, customer, delayed) => {
       const stored = sessions.get(sessionId)

@@ -14,6 +14,8 @@ export interface WebhookEndpoints {
   /** A new endpoint as the API answers it: with its `secret`, the only time it is shown. */
   readonly create: (account: Account, params: JsonObject) => JsonObject
   readonly remove: (account: Account, id: string) => JsonObject
+  /** Every endpoint kept now (a deleted one is gone), for tests that check nothing was left behind. */
+  readonly stored: () => ReadonlyArray<JsonObject>
   /** The account's enabled endpoints subscribed to the event type. */
   readonly subscribed: (account: string, type: string) => ReadonlyArray<Endpoint>
 }
@@ -45,6 +47,7 @@ export const makeWebhookEndpoints = (clock: Clock): WebhookEndpoints => {
       endpoints.delete(id)
       return { ...fixture("deleted_webhook_endpoint"), id }
     },
+    stored: () => [...endpoints.values()].map((endpoint) => endpoint.object),
     subscribed: (account, type) =>
       [...endpoints.values()].filter((endpoint) => {
         const enabled = endpoint.object.enabled_events
