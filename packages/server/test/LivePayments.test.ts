@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { PaymentWrites } from "../src/ledger/PaymentWrites.ts"
 import { ProviderReconciler } from "../src/live/ProviderReconciler.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
+import { eventually } from "./support/Eventually.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { linkedApplication } from "./support/LiveLink.ts"
 import {
@@ -27,15 +28,6 @@ import {
 } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
-
-/** Waits (bounded) until `check` holds: Stripe's events arrive after the call that caused them. */
-const eventually = async (check: () => boolean | Promise<boolean>, what: string) => {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 /**
  * The server's Stripe bound in this file: 4 s instead of production's 10 s (`StripeConnector.callTimeout`, held by

@@ -10,6 +10,7 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ProviderReconciler } from "../src/live/ProviderReconciler.ts"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
+import { eventually } from "./support/Eventually.ts"
 import { type FakeMollie, startFakeMollie } from "./support/FakeMollie.ts"
 import { type MollieLinkedApplication, mollieLinkedApplication } from "./support/MollieLink.ts"
 import { operatorRequest } from "./support/OperatorRequests.ts"
@@ -24,15 +25,6 @@ import {
   type WirePayment
 } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer, testPasswordCost } from "./support/TestServer.ts"
-
-/** Waits (bounded: 10 s) until `check` holds: pings arrive after the change, reads of one payment 2 s apart. */
-const eventually = async (check: () => boolean | Promise<boolean>, what: string) => {
-  for (let attempt = 0; attempt < 400; attempt++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 describe.each(databases)("live payments through Mollie on %s", (database) => {
   let fake: FakeMollie
@@ -266,6 +258,28 @@ describe.each(databases)("live payments through Mollie on %s", (database) => {
     await new Promise((resolve) => setTimeout(resolve, 2_100))
     await ping(shop, molliePaymentId)
     expect(await discrepancies(payment.id)).toEqual(["paid_after_final"])
+
+    // An operator refunds it in full at Mollie with one click; the payment stays cancelled.
+    const admin = await createUser(server, { operatorAdmin: true })
+    const operator = await DashboardClient.signIn(server, admin)
+    const page = await operator.get("/dashboard/operator/provider")
+    expect(page.html).toContain("Refund in full at Mollie")
+    const [row] = await query(
+      server,
+      (sql) => sql`SELECT id FROM provider_discrepancies WHERE payment_id = ${payment.id} AND kind = 'paid_after_final'`
+    )
+    const refunded = await operator.post("/dashboard/operator/provider/refund", { discrepancy_id: String(row?.id) })
+    expect(refunded.location).toBe("/dashboard/operator/provider?notice=discrepancy_refunded")
+    const refundCreate = fake.requests.filter((r) => r.endpoint === "refunds.create").at(-1)
+    expect(refundCreate?.path).toBe(`/v2/payments/${molliePaymentId}/refunds`)
+    expect(refundCreate?.body).toMatchObject({ amount: { currency: "EUR", value: "10.00" } })
+    expect(await statusOf(shop, payment.id)).toBe("cancelled")
+    // Mollie's ping about its refund records nothing on the cancelled payment: the refund is Kassa's own.
+    await fake.settled()
+    await new Promise((resolve) => setTimeout(resolve, 2_100))
+    await ping(shop, molliePaymentId)
+    expect(await discrepancies(payment.id)).toEqual(["paid_after_final"])
+    expect(await eventNames(payment.id)).toEqual(["payment.cancelled"])
   })
 
   it("expiry waits for Mollie's own expiresAt when Mollie cannot cancel; then the payment is expired once", async () => {

@@ -8,20 +8,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
+import { eventually } from "./support/Eventually.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { type LinkedApplication, linkedApplication } from "./support/LiveLink.ts"
 import { operatorRequest } from "./support/OperatorRequests.ts"
 import { createPayment, eventsOf, fetchPayment, type WirePayment } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
-
-/** Waits (bounded) until `check` holds: Stripe's events arrive after the call that caused them. */
-const eventually = async (check: () => boolean | Promise<boolean>, what: string) => {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 describe.each(databases)("provider events under attack on %s", (database) => {
   let fake: FakeStripe

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { AuditLog } from "../src/audit/AuditLog.ts"
 import { keyDisplay, ProviderLinks } from "../src/providers/ProviderLinks.ts"
 import { apiVersion, subscribedEvents } from "../src/providers/StripeConnector.ts"
+import { eventually } from "./support/Eventually.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { operatorRequest } from "./support/OperatorRequests.ts"
 import { databases, type RunningServer, startServer, testPasswordCost } from "./support/TestServer.ts"
@@ -31,15 +32,6 @@ interface LinkBody {
 
 interface ErrorBody {
   readonly error: { readonly code: string; readonly message: string; readonly fields?: Record<string, Array<string>> }
-}
-
-/** Waits (bounded) until `check` holds: the previous endpoint is deleted after the answer, in the background. */
-const eventually = async (check: () => boolean | Promise<boolean>, what: string) => {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`timed out waiting for ${what}`)
 }
 
 describe.each(databases)("provider links on %s", (database) => {

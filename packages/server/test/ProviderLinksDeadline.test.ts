@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AuditLog } from "../src/audit/AuditLog.ts"
 import { linkBudget } from "../src/providers/ProviderLinking.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
+import { eventually } from "./support/Eventually.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { holdDatabase } from "./support/HeldDatabase.ts"
 import { operatorRequest } from "./support/OperatorRequests.ts"
@@ -18,16 +19,6 @@ import { databases, type RunningServer, startServer } from "./support/TestServer
 
 interface ErrorBody {
   readonly error: { readonly code: string; readonly message: string }
-}
-
-/** Waits (bounded) until `check` holds: the clean-up runs in the background, after the answer. */
-const eventually = async (check: () => boolean | Promise<boolean>, what: string, seconds = 10) => {
-  const until = Date.now() + seconds * 1000
-  while (Date.now() < until) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`timed out waiting for ${what}`)
 }
 
 /** A server (with its own fake Stripe) and what the tests ask of it. */

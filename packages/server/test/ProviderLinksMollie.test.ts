@@ -13,6 +13,7 @@ import { AuditLog } from "../src/audit/AuditLog.ts"
 import { ProviderLinks } from "../src/providers/ProviderLinks.ts"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
+import { eventually } from "./support/Eventually.ts"
 import { type FakeMollie, startFakeMollie } from "./support/FakeMollie.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { operatorRequest } from "./support/OperatorRequests.ts"
@@ -31,14 +32,6 @@ interface LinkBody {
 
 interface ErrorBody {
   readonly error: { readonly code: string; readonly message: string; readonly fields?: Record<string, Array<string>> }
-}
-
-const eventually = async (check: () => boolean | Promise<boolean>, what: string) => {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`timed out waiting for ${what}`)
 }
 
 describe.each(databases)("Mollie links on %s", (database) => {

@@ -89,11 +89,13 @@ describe("ReadCoalescer", () => {
           sweepAbove: 10
         })
         const { read } = counter()
-        for (let key = 0; key < 10; key++) yield* coalescer.run(key, read())
-        expect(coalescer.tracked()).toBe(10)
-        yield* Effect.sleep(Duration.millis(5))
-        for (let key = 10; key < 50; key++) yield* coalescer.run(key, read())
-        expect(coalescer.tracked()).toBeLessThanOrEqual(11)
+        // Eleven keys: above the bound, but nothing is swept until a new key comes.
+        for (let key = 0; key <= 10; key++) yield* coalescer.run(key, read())
+        expect(coalescer.tracked()).toBe(11)
+        // Idle for more than two spacings: the next new key sweeps them all away.
+        yield* Effect.sleep(Duration.millis(20))
+        yield* coalescer.run(11, read())
+        expect(coalescer.tracked()).toBe(1)
       }).pipe(Effect.scoped)
   )
 })

@@ -14,6 +14,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { apiVersion } from "../src/providers/StripeConnector.ts"
 import { createUser, DashboardClient } from "./support/DashboardClient.ts"
+import { eventually } from "./support/Eventually.ts"
 import { type FakeMollie, startFakeMollie } from "./support/FakeMollie.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
 import { linkedApplication } from "./support/LiveLink.ts"
@@ -31,15 +32,6 @@ import {
   type WirePayment
 } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer, testPasswordCost } from "./support/TestServer.ts"
-
-/** Waits (bounded: 10 s) until `check` holds: Mollie's pings arrive after the change. */
-const eventually = async (check: () => boolean | Promise<boolean>, what: string) => {
-  for (let attempt = 0; attempt < 400; attempt++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}
 
 describe.each(databases)("Mollie live tenancy on %s", (database) => {
   let mollie: FakeMollie

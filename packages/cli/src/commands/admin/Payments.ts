@@ -1,4 +1,4 @@
-/** `kassa admin payments refund`: refunding a live payment through Stripe, as service staff. */
+/** `kassa admin payments refund`: refunding a live payment through its payment provider, as service staff. */
 import type { Payment } from "@kassa/core"
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
@@ -35,10 +35,10 @@ const paymentsRefund = Command.make(
         const newest = refunded.refunds.at(-1)
         const outcome =
           newest?.status === "succeeded"
-            ? "Stripe refunded it."
+            ? "The payment provider refunded it."
             : newest?.status === "failed"
-              ? "Stripe refused it; the amount is refundable again."
-              : "Stripe has not answered yet; Kassa asks again in the background (the refund stays pending)."
+              ? "The payment provider refused it; the amount is refundable again."
+              : "The payment provider has not answered yet; Kassa asks again in the background (the refund stays pending)."
         return `${fields([
           ["Payment", refunded.id],
           ["Status", refunded.status],
@@ -51,7 +51,7 @@ const paymentsRefund = Command.make(
     )
 ).pipe(
   Command.withDescription(
-    "Refund a live payment through its payment provider (Stripe), as service staff; audited like the dashboard's"
+    "Refund a live payment through its payment provider (Stripe or Mollie), as service staff; audited like the dashboard's"
   )
 )
 
