@@ -12,13 +12,7 @@ import { SqlClient } from "effect/sql"
 import { PaymentRepository, type StoredPayment } from "../ledger/PaymentRepository.ts"
 import { PaymentWrites } from "../ledger/PaymentWrites.ts"
 import * as Metrics from "../observability/Metrics.ts"
-import type {
-  CheckoutReading,
-  FoundCheckout,
-  NoAnswer,
-  ProviderLinkId,
-  Unclosable
-} from "../providers/ProviderConnector.ts"
+import type { CheckoutReading, FoundCheckout, NoAnswer, Unclosable } from "../providers/ProviderConnector.ts"
 import { type LiveCheckout, LiveCheckouts } from "./LiveCheckouts.ts"
 
 /** A connector's answer to a close, in the core's words. */
@@ -44,13 +38,6 @@ export const nextCheckoutRead = (
     ? ProviderSettlement.Schedule.nextPaymentRead({ visitedAt: checkout.visitedAt, lastReadAt: now })
     : null
 
-/** A provider event that led to a read: recorded as seen with the answer, so a duplicate changes nothing twice. */
-export interface SeenEvent {
-  readonly linkId: ProviderLinkId
-  readonly id: string
-  readonly type: string
-}
-
 export class ProviderAnswers extends Context.Service<
   ProviderAnswers,
   {
@@ -67,15 +54,14 @@ export class ProviderAnswers extends Context.Service<
       detail?: string
     ) => Effect.Effect<Payment.Payment>
     /**
-     * What the provider says now about a live payment's checkout (read again after an event or on schedule). With
-     * `event`, the event is recorded as seen in the same transaction, and one seen before changes nothing
-     * (`duplicate`).
+     * What the provider says now about a live payment's checkout (read again after an event or on schedule); none
+     * when Kassa has no such live payment. An event that led to the read is recorded as seen by its route, after
+     * this (http/ProviderWebhookRoutes.ts: a replay is answered from that record without a read).
      */
     readonly applyCheckoutAnswer: (input: {
       readonly paymentId: Ids.PaymentId
       readonly reading: CheckoutReading
-      readonly event?: SeenEvent | undefined
-    }) => Effect.Effect<{ readonly payment: Option.Option<Payment.Payment>; readonly duplicate: boolean }>
+    }) => Effect.Effect<{ readonly payment: Option.Option<Payment.Payment> }>
     /**
      * Expiry of a live payment asked of its provider: the answer to the expire call, decided by
      * `ProviderSettlement.decideClose` (expired → `expired`; paid → `paid`; no answer → unchanged, asked again within
@@ -155,21 +141,12 @@ export class ProviderAnswers extends Context.Service<
           : Effect.void
 
       const applyCheckoutAnswer = Effect.fn("ProviderAnswers.applyCheckoutAnswer")(
-        function* (input: {
-          readonly paymentId: Ids.PaymentId
-          readonly reading: CheckoutReading
-          readonly event?: SeenEvent | undefined
-        }) {
+        function* (input: { readonly paymentId: Ids.PaymentId; readonly reading: CheckoutReading }) {
           const outcome = yield* sql.withTransaction(
             Effect.gen(function* () {
               const now = yield* DateTime.now
-              if (input.event !== undefined) {
-                const first = yield* checkouts.markEventSeen(input.event.linkId, input.event.id, input.event.type, now)
-                if (!first) return { payment: Option.none<Payment.Payment>(), duplicate: true, before: null }
-              }
               const found = yield* lockWithCheckout(input.paymentId)
-              if (Option.isNone(found))
-                return { payment: Option.none<Payment.Payment>(), duplicate: false, before: null }
+              if (Option.isNone(found)) return { payment: Option.none<Payment.Payment>(), before: null }
               const { stored, checkout } = found.value
               const settlement = ProviderSettlement.apply(
                 stored.payment,
@@ -190,11 +167,11 @@ export class ProviderAnswers extends Context.Service<
                 nextReadAt,
                 now
               )
-              return { payment: Option.some(after), duplicate: false, before: stored.payment.status }
+              return { payment: Option.some(after), before: stored.payment.status }
             })
           )
           yield* countIfSettled(outcome)
-          return { payment: outcome.payment, duplicate: outcome.duplicate }
+          return { payment: outcome.payment }
         },
         Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die })
       )
