@@ -6,6 +6,7 @@
 export * as AdminAuthentication from "./api/AdminAuthentication.ts"
 export * as Authentication from "./api/Authentication.ts"
 export * as ErrorEnvelope from "./api/ErrorEnvelope.ts"
+export * as EventsApi from "./api/EventsApi.ts"
 export * as InvalidRequest from "./api/InvalidRequest.ts"
 export * as MerchantApi from "./api/MerchantApi.ts"
 export * as OperatorApi from "./api/OperatorApi.ts"

@@ -303,6 +303,21 @@ const PaymentsHandlers = HttpApiBuilder.group(MerchantApi, "payments", (handlers
   )
 )
 
+// Events (decisions §12): their own tests are test/EventsApi.test.ts; here only what the app needs to be complete.
+const EventsHandlers = HttpApiBuilder.group(MerchantApi, "events", (handlers) =>
+  Effect.succeed(
+    handlers
+      .handle("list", ({ request }) =>
+        planned(request, ["ValidationFailed", "ServerError"]).pipe(Effect.as({ data: [], has_more: false }))
+      )
+      .handle("retrieve", ({ request }) =>
+        planned(request, ["NotFound", "ServerError"]).pipe(
+          Effect.andThen(Effect.fail(new ApiError.NotFound({ message: "No event with this id." })))
+        )
+      )
+  )
+)
+
 const TestHandlers = HttpApiBuilder.group(MerchantApi, "test", (handlers) =>
   Effect.succeed(
     handlers.handle("simulate", ({ request, payload }) =>
@@ -318,7 +333,7 @@ const HealthHandlers = HttpApiBuilder.group(MerchantApi, "health", (handlers) =>
 const maxBodySize = 1024 * 1024
 
 const App = HttpApiBuilder.layer(MerchantApi).pipe(
-  Layer.provide([PaymentsHandlers, TestHandlers, HealthHandlers]),
+  Layer.provide([PaymentsHandlers, EventsHandlers, TestHandlers, HealthHandlers]),
   Layer.provide([AuthenticationTest, InvalidRequest.layer]),
   Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBodySize))),
   Layer.provide(HttpServer.layerServices)

@@ -57,6 +57,19 @@ const operations: ReadonlyArray<{
     success: "200",
     codes: [...authentication, "validation_failed", "server_error"]
   },
+  // Decisions §12: the events the webhooks carry, read back.
+  {
+    method: "get",
+    path: "/api/v1/events",
+    success: "200",
+    codes: [...authentication, "validation_failed", "server_error"]
+  },
+  {
+    method: "get",
+    path: "/api/v1/events/{id}",
+    success: "200",
+    codes: [...authentication, "not_found", "server_error"]
+  },
   {
     method: "post",
     path: "/api/v1/payments/{id}/cancel",
@@ -262,6 +275,10 @@ describe("OpenAPI document of MerchantApi", () => {
     const list = operation("get", "/api/v1/payments")
     for (const name of ["limit", "starting_after", "status", "order_reference"]) {
       assert.strictEqual(at(parameter(list, name), "in"), "query", name)
+    }
+    const events = operation("get", "/api/v1/events")
+    for (const name of ["limit", "starting_after", "type", "payment_id", "created_gte", "created_lt"]) {
+      assert.strictEqual(at(parameter(events, name), "in"), "query", name)
     }
   })
 

@@ -22,6 +22,7 @@ import * as DashboardRoutes from "./dashboard/DashboardRoutes.ts"
 import * as DashboardServices from "./dashboard/DashboardServices.ts"
 import * as Database from "./database/Database.ts"
 import * as CheckoutRoutes from "./http/CheckoutRoutes.ts"
+import { EventsHandlers } from "./http/EventsHandlers.ts"
 import { HealthHandlers, ProbeRoutes, probeRoutes } from "./http/HealthHandlers.ts"
 import * as MetricsServer from "./http/MetricsServer.ts"
 import { PaymentsHandlers } from "./http/PaymentsHandlers.ts"
@@ -64,7 +65,7 @@ const knownRoutes = (): ReadonlyArray<RouteFallback.KnownRoute> => {
 
 /** The merchant API, served from the core's contract; `/openapi.json` comes from the same definition. */
 const MerchantRoutes = HttpApiBuilder.layer(MerchantApi.MerchantApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([HealthHandlers, PaymentsHandlers, TestHandlers]),
+  Layer.provide([HealthHandlers, PaymentsHandlers, EventsHandlers, TestHandlers]),
   Layer.provide([Authentication.layer, InvalidRequest.layer])
 )
 

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as ApplicationQueries from "../src/dashboard/ApplicationQueries.ts"
 import { OperatorQueries } from "../src/dashboard/OperatorQueries.ts"
 import * as ProviderQueries from "../src/dashboard/ProviderQueries.ts"
+import { EventLog } from "../src/ledger/EventLog.ts"
 import { PaymentRepository } from "../src/ledger/PaymentRepository.ts"
 import { PaymentWrites } from "../src/ledger/PaymentWrites.ts"
 import { LiveCheckouts } from "../src/live/LiveCheckouts.ts"
@@ -27,7 +28,7 @@ import * as Retention from "../src/retention/Retention.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { pendingPayment, query } from "./support/PaymentFixtures.ts"
 import { expr, literal, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
-import { capturePlans, type Explained, indexesOf, type PlanNode, seqScansOf } from "./support/PlanCapture.ts"
+import { capturePlans, type Explained, indexesOf, nodes, type PlanNode, seqScansOf } from "./support/PlanCapture.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 const big = [
@@ -225,6 +226,48 @@ describe.each(databases)("query plans on %s", (database) => {
       ["payments_order_reference", "payments_live_order_reference", "payments_order_reference_prefix"]
     ])
     expectIndexed(await list("test", { starting_after: paymentId }), ["payments_pkey", "payments_list"])
+  })
+
+  it("API events list (decisions §12): its index in list order with every filter, and after a cursor", async () => {
+    const log = await server.run(EventLog.use(Effect.succeed))
+    const [cursor] = await query(
+      server,
+      (sql) => sql`SELECT id FROM events WHERE application_id = ${appId} AND mode = 'test' LIMIT 1`
+    )
+    const [paid] = await query(
+      server,
+      (sql) => sql`SELECT payment_id FROM events WHERE application_id = ${appId} AND mode = 'live' LIMIT 1`
+    )
+    // The seed's events were all written just now: each range below holds all of them, as a wide range would.
+    const since = DateTime.subtract(DateTime.nowUnsafe(), { days: 1 })
+    const until = DateTime.nowUnsafe()
+    const list = (mode: Mode.Mode, extra: Record<string, unknown>) =>
+      run(log.list({ applicationId: appId, mode }, { limit: 10, ...extra }).pipe(Effect.orDie))
+    /** Read in the list's order: the page's rows come off the index, never from sorting every match. */
+    const inOrder = (explained: ReadonlyArray<Explained>) =>
+      expect(explained.flatMap(({ plan }) => nodes(plan).filter((node) => node["Node Type"] === "Sort"))).toEqual([])
+    for (const [mode, filter, index] of [
+      ["test", {}, "events_list"],
+      ["live", {}, "events_list"],
+      ["live", { type: "payment.paid" }, "events_type"],
+      ["test", { type: "payment.refunded" }, "events_type"],
+      ["live", { created_gte: since }, "events_list"],
+      ["test", { created_lt: until }, "events_list"],
+      ["live", { type: "payment.failed", created_gte: since, created_lt: until }, "events_type"]
+    ] as const) {
+      const explained = await list(mode, filter)
+      expectIndexed(explained, [index])
+      inOrder(explained)
+    }
+    // A payment's events are few: its own index, sorted.
+    expectIndexed(await list("live", { payment_id: paid?.payment_id }), ["events_payment"])
+    expectIndexed(await list("live", { payment_id: paid?.payment_id, type: "payment.paid" }), ["events_payment"])
+    const after = await list("test", { starting_after: cursor?.id })
+    expectIndexed(after, ["events_pkey", "events_list"])
+    inOrder(after)
+    expectIndexed(await run(log.find({ applicationId: appId, mode: "test" }, cursor?.id as Ids.EventId)), [
+      "events_pkey"
+    ])
   })
 
   it("dashboard payment searches: an application's (both modes), the operator's, with every filter", async () => {

@@ -12,6 +12,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
+import { EventsApi } from "./EventsApi.ts"
 import { InvalidRequest } from "./InvalidRequest.ts"
 import { apiPrefix, PaymentsApi } from "./PaymentsApi.ts"
 import { TestApi } from "./TestApi.ts"
@@ -61,7 +62,8 @@ const mapOperations = (
     })
   )
 
-const description = `Server-to-server API of Kassa: create payments, follow them, cancel and refund them.
+const description = `Server-to-server API of Kassa: create payments, follow them, cancel and refund them, and read
+back the events the webhooks carry.
 
 Authenticate every request under \`/api/v1\` with \`Authorization: Bearer <API key>\`. A \`pk_test_\` key works in
 test mode (the built-in simulator, no real money), a \`pk_live_\` key in live mode; the key decides the mode of
@@ -77,6 +79,7 @@ the first answer again, marked \`Idempotent-Replayed: true\`.`
 
 export class MerchantApi extends HttpApi.make("kassa-merchant")
   .add(PaymentsApi)
+  .add(EventsApi)
   .add(TestApi)
   .prefix(apiPrefix)
   .middleware(InvalidRequest)

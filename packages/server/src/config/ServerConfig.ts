@@ -52,7 +52,10 @@ export interface ServerSettings {
   readonly allowEmbedded: boolean
   /** Connections in the PostgreSQL pool of one process (at least 4: the delivery engine holds 2). */
   readonly databasePoolSize: number
-  /** How long finished deliveries, their attempts and the events of final payments are kept; none → forever. */
+  /**
+   * How long finished deliveries, their attempts and the events of final payments (events: 30 days at least) are
+   * kept; none → forever.
+   */
   readonly retentionDeliveries: Option.Option<Duration.Duration>
   /** How long audit entries are kept; none → forever. */
   readonly retentionAudit: Option.Option<Duration.Duration>

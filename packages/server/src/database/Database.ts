@@ -22,6 +22,7 @@ import dropProviderAccount from "./migrations/0010_drop_provider_account.ts"
 import providerNeutralColumns from "./migrations/0011_provider_neutral_columns.ts"
 import mollieLinks from "./migrations/0012_mollie_links.ts"
 import discrepancyResolution from "./migrations/0013_discrepancy_resolution.ts"
+import eventsApi from "./migrations/0014_events_api.ts"
 import * as ObservedPgClient from "./ObservedPgClient.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
@@ -38,7 +39,8 @@ export const migrations = PgMigrator.fromRecord({
   "0010_drop_provider_account": dropProviderAccount,
   "0011_provider_neutral_columns": providerNeutralColumns,
   "0012_mollie_links": mollieLinks,
-  "0013_discrepancy_resolution": discrepancyResolution
+  "0013_discrepancy_resolution": discrepancyResolution,
+  "0014_events_api": eventsApi
 })
 
 const clientOptions = {

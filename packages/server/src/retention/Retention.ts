@@ -3,8 +3,9 @@
  * forever (they are not partitioned: see docs/decisions.md). Every 5 minutes a round prunes, oldest first:
  * - finished deliveries (`succeeded`, `failed`) that finished before `KASSA_RETENTION_DELIVERIES` (90 days), with
  *   their attempts (one statement: the attempts, then the delivery, which the attempts reference);
- * - events older than that window, of payments no longer pending, once no delivery references them (a pending
- *   delivery keeps its event, whatever its age); the payment itself is never deleted;
+ * - events older than that window but never younger than 30 days (the events API reads them back, decisions §12), of
+ *   payments no longer pending, once no delivery references them (a pending delivery keeps its event, whatever its
+ *   age); the payment itself is never deleted;
  * - audit entries older than `KASSA_RETENTION_AUDIT` (2 years);
  * - expired dashboard sessions, and idempotency keys past their 24 hours (this is the one place they are deleted;
  *   a key reused after its 24 hours is taken over by the store before then).
@@ -14,7 +15,7 @@
  * the work. Between batches the fiber pauses as long as the batch took (at least 100 ms), so pruning uses at most
  * about half of one connection and never monopolises the database. A failed round is logged; the next runs as usual.
  */
-import { IdempotencyDecision } from "@kassa/core"
+import { EventsApi, IdempotencyDecision } from "@kassa/core"
 import { Context, DateTime, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
@@ -28,6 +29,13 @@ export interface RetentionOptions {
   /** Shortest pause between two batches; the pause is never shorter than the batch before it took. */
   readonly pause: Duration.Duration
 }
+
+/**
+ * How long events are kept: `KASSA_RETENTION_DELIVERIES`, lengthened to the events API's 30 days when shorter
+ * ("off" keeps them forever).
+ */
+export const eventsWindow = (deliveries: Option.Option<Duration.Duration>): Option.Option<Duration.Duration> =>
+  Option.map(deliveries, (window) => Duration.max(window, Duration.days(EventsApi.minimumRetentionDays)))
 
 export const defaults: RetentionOptions = {
   interval: Duration.minutes(5),
@@ -183,7 +191,7 @@ export class Retention extends Context.Service<
         const prune = Effect.fn("Retention.prune")(function* (now: DateTime.Utc) {
           // Deliveries first: an event is pruned only once no delivery references it.
           const deliveries = yield* windowed(config.retentionDeliveries, now, deliveriesBatch)
-          const events = yield* windowed(config.retentionDeliveries, now, eventsBatch)
+          const events = yield* windowed(eventsWindow(config.retentionDeliveries), now, eventsBatch)
           const audit = yield* windowed(config.retentionAudit, now, auditBatch)
           const sessions = yield* drain(sessionsBatch(DateTime.toDateUtc(now)))
           const idempotencyKeys = yield* drain(idempotencyBatch(before(now, IdempotencyDecision.retention)))
