@@ -1,8 +1,14 @@
 /** The `kassa` command: every group, and the exit codes (`ExitCode`). */
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import * as Cause from "effect/Cause"
+import * as CliConfig from "effect/cli/CliConfig"
 import * as CliError from "effect/cli/CliError"
 import * as Command from "effect/cli/Command"
+import * as GlobalFlag from "effect/cli/GlobalFlag"
+import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Stdio from "effect/Stdio"
 import { admin } from "./commands/Admin.ts"
 import { migrate } from "./commands/Migrate.ts"
 import { payments } from "./commands/Payments.ts"
@@ -22,8 +28,28 @@ export const kassa = Command.make("kassa").pipe(
   Command.withSubcommands([serve, migrate, secrets, payments, admin, webhooks, trigger])
 )
 
-/** The process exit code for how the command ended; prints what nobody printed yet. */
-export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
+/**
+ * `kassa` on the arguments, stdin and stdout of the `Stdio` given, printing through `Console` and reading settings
+ * from the `ConfigProvider`: `main.ts` runs it on the process, the tests in their own process.
+ */
+export const run = Effect.gen(function* () {
+  const stdio = yield* Stdio.Stdio
+  // Never a prompt without a terminal: the interactive `--wizard` exists only when stdin is one.
+  const cliConfig = (yield* stdio.stdinIsTerminal)
+    ? Layer.empty
+    : CliConfig.layer({ builtIns: CliConfig.defaults.builtIns.filter((flag) => flag !== GlobalFlag.Wizard) })
+  // NodeCrypto: the SecureRandom behind passwords the CLI generates.
+  return yield* kassa.pipe(Command.run({ version }), Effect.provide(Layer.merge(NodeCrypto.layer, cliConfig)))
+})
+
+/**
+ * The process exit code for how the command ended; prints what nobody printed yet with `printError` (stderr by
+ * default; an in-process run passes its own).
+ */
+export const exitCodeOf = (
+  exit: Exit.Exit<unknown, unknown>,
+  printError: (text: string) => void = (text) => process.stderr.write(text)
+): number => {
   if (Exit.isSuccess(exit)) return ExitCode.ok
   // Ctrl-C or SIGTERM: a requested stop (`kassa serve` finishes requests in flight and closes the database).
   if (Cause.hasInterruptsOnly(exit.cause)) return ExitCode.ok
@@ -31,6 +57,6 @@ export const exitCodeOf = (exit: Exit.Exit<unknown, unknown>): number => {
   if (error instanceof ReportedFailure) return error.exitCode
   // effect/cli already printed the help and what was wrong with the command line.
   if (CliError.isCliError(error)) return ExitCode.usage
-  process.stderr.write(`${Cause.pretty(exit.cause)}\n`)
+  printError(`${Cause.pretty(exit.cause)}\n`)
   return ExitCode.failure
 }

@@ -42,13 +42,16 @@ export const dataDir = Flag.String("data-dir").pipe(
   Flag.optional
 )
 
-/** The server's settings for those commands: the environment, with the flags given laid over their variables. */
+/**
+ * The server's settings for those commands: the flags given laid over their variables in the current
+ * `ConfigProvider` (the environment; in a test's in-process run, the environment it gives).
+ */
 export const serverSettings = (flags: Readonly<Record<string, Option.Option<string>>>) =>
-  ConfigProvider.layer(
-    ConfigProvider.fromEnvRecord({
-      ...process.env,
-      ...Object.fromEntries(
+  ConfigProvider.layerAdd(
+    ConfigProvider.fromEnvRecord(
+      Object.fromEntries(
         Object.entries(flags).flatMap(([name, value]) => (value._tag === "Some" ? [[name, value.value]] : []))
       )
-    })
+    ),
+    { asPrimary: true }
   )

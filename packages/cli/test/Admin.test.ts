@@ -50,7 +50,7 @@ const ok = <A>(result: Awaited<ReturnType<typeof kassa>>) => {
   return json<A>(result)
 }
 
-// Each test runs a handful of `kassa` processes (each about a third of a second of CPU to start), so that on a slow,
+// Each test runs a handful of `kassa` commands (in this process: see support.ts), so that on a slow,
 // shared machine every test stays far from its timeout; each makes the application it changes.
 describe.concurrent("kassa admin apps", () => {
   it("apps create: --json answers the application and its webhook secret; the table shows them", async () => {

@@ -1,13 +1,13 @@
 /**
- * `kassa migrate` and `kassa serve --no-migrate` (issue 14 §2), as processes, on a fresh PostgreSQL database (and
- * on the embedded one for `migrate`).
+ * `kassa migrate` and `kassa serve --no-migrate` (issue 14 §2), the refused `serve` as a process, on a fresh
+ * PostgreSQL database (and on the embedded one for `migrate`).
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { databases, freePort, maintenance, postgresUrl } from "../../server/test/support/TestServer.ts"
-import { kassa } from "./support.ts"
+import { kassa, kassaProcess } from "./support.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "kassa-cli-migrate-"))
 const cleanups: Array<() => Promise<unknown>> = []
@@ -33,7 +33,7 @@ describe.skipIf(!databases.includes("postgres"))("kassa migrate on PostgreSQL", 
       const url = await scratchDatabase()
       const env = { DATABASE_URL: url, KASSA_DATA_DIR: join(cwd, "unused") }
 
-      const refused = await kassa(["serve", "--no-migrate", "--port", String(await freePort())], {
+      const refused = await kassaProcess(["serve", "--no-migrate", "--port", String(await freePort())], {
         env,
         cwd,
         timeoutMs

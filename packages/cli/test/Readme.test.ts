@@ -8,7 +8,12 @@ import { join } from "node:path"
 import { sign } from "@kassa/webhook-verify"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type FakeStripe, startFakeStripe } from "../../server/test/support/FakeStripe.ts"
-import { type RunningServer, startServer, type TestApplication } from "../../server/test/support/TestServer.ts"
+import {
+  freePort,
+  type RunningServer,
+  startServer,
+  type TestApplication
+} from "../../server/test/support/TestServer.ts"
 import { kassa, killLeftovers, start } from "./support.ts"
 
 const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8")
@@ -112,8 +117,8 @@ describe("the README's examples", () => {
     expect([...groups].sort()).toEqual(["--help", "admin", "payments", "serve", "trigger", "webhooks"])
   })
 
-  // One test, since each line depends on the ones before it: some 30 `kassa` processes, two of them long-running
-  // (serve, webhooks listen): 17–28 s on this 2-core machine; 300 s keeps it far from the timeout on a slow one.
+  // One test, since each line depends on the ones before it: some 30 `kassa` commands, two of them long-running
+  // processes (serve, webhooks listen): 17–28 s on this 2-core machine; 300 s keeps it far from the timeout on a slow one.
   it("runs every example line as written, placeholders filled in", async () => {
     for (const line of exampleLines) {
       const filled = await fill(line)
@@ -125,7 +130,8 @@ describe("the README's examples", () => {
       const args = words(filled).slice(1)
       if (args[0] === "serve" || (args[0] === "webhooks" && args[1] === "listen")) {
         // Long-running: it must start, and stop cleanly.
-        const port = String(47_000 + Math.floor(Math.random() * 1000))
+        // A port found free, below the ephemeral range the test process's own connections take theirs from.
+        const port = String(await freePort())
         const running = start(
           args.map((arg) => (arg === "4000" || arg === "4242" ? port : arg)),
           { ...env, KASSA_DATA_DIR: dir },

@@ -1,5 +1,5 @@
 /**
- * `kassa secrets reencrypt` as a process (issue 14 §2): refuses without KASSA_SECRET_KEY_PREVIOUS, naming it, and
+ * `kassa secrets reencrypt` (issue 14 §2): refuses without KASSA_SECRET_KEY_PREVIOUS, naming it, and
  * re-seals a webhook secret sealed under the previous key. What it re-seals is tested in the server's
  * KeyRotation.test.ts; here, the command around it.
  */

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { databases, freePort, maintenance, postgresUrl } from "../../server/test/support/TestServer.ts"
-import { kassa, killLeftovers, start } from "./support.ts"
+import { kassaProcess, killLeftovers, start } from "./support.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "kassa-cli-workers-"))
 afterAll(() => {
@@ -18,7 +18,7 @@ afterAll(() => {
 
 describe("kassa serve --workers", () => {
   it("refuses two workers on the embedded database, naming DATABASE_URL", async () => {
-    const result = await kassa(["serve", "--workers", "2", "--port", String(await freePort())], {
+    const result = await kassaProcess(["serve", "--workers", "2", "--port", String(await freePort())], {
       env: { KASSA_DATA_DIR: "memory://" },
       cwd,
       timeoutMs: 60_000

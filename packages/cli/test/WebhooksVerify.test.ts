@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { sign } from "@kassa/webhook-verify"
 import { describe, expect, it } from "vitest"
-import { json, kassa } from "./support.ts"
+import { json, kassa, kassaProcess } from "./support.ts"
 
 const secret = "whsec_clitestclitestclitestclitest12"
 const event = {
@@ -56,7 +56,8 @@ describe.concurrent("kassa webhooks verify", () => {
     expect(text.stdout).toContain("Signature valid.")
     expect(text.stdout).toContain("payment.paid")
     expect(text.stdout).toContain(event.data.id)
-    const stdin = await kassa(["webhooks", "verify", "--header", header, "--body-file", "-"], {
+    // The body on stdin of a real process: what `--body-file -` reads there, not a test's stand-in.
+    const stdin = await kassaProcess(["webhooks", "verify", "--header", header, "--body-file", "-"], {
       env: { KASSA_WEBHOOK_SECRET: secret },
       input: body
     })

@@ -8,6 +8,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as Stdio from "effect/Stdio"
+import * as Stream from "effect/Stream"
 import { makeListener } from "../Listener.ts"
 import { type CommandFailure, failure, printJson, ReportedFailure, reporting, usageError } from "../Output.ts"
 import * as Settings from "../Settings.ts"
@@ -21,17 +23,17 @@ const tolerance = Flag.Int("tolerance").pipe(
 /** `X-Service-Signature: t=…,v1=…` or only its value. */
 const headerValue = (header: string) => header.replace(/^\s*x-service-signature\s*:\s*/i, "")
 
+const cannotRead = (path: string) => (error: unknown) =>
+  usageError(`Cannot read the body file ${path}: ${error instanceof Error ? error.message : String(error)}`)
+
+// stdin through Stdio, not process.stdin, so an in-process run (the tests) gives its own.
 const readBody = (path: string) =>
-  Effect.tryPromise({
-    try: async () => {
-      if (path !== "-") return new Uint8Array(await readFile(path))
-      const chunks: Array<Buffer> = []
-      for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk as Uint8Array))
-      return new Uint8Array(Buffer.concat(chunks))
-    },
-    catch: (error) =>
-      usageError(`Cannot read the body file ${path}: ${error instanceof Error ? error.message : String(error)}`)
-  })
+  path === "-"
+    ? Stdio.Stdio.use((stdio) => Stream.runCollect(stdio.stdin)).pipe(
+        Effect.map((chunks) => new Uint8Array(Buffer.concat(chunks))),
+        Effect.mapError(cannotRead(path))
+      )
+    : Effect.tryPromise({ try: async () => new Uint8Array(await readFile(path)), catch: cannotRead(path) })
 
 const verifyCommand = Command.make(
   "verify",
@@ -81,12 +83,14 @@ const listen = Command.make(
   },
   (input) =>
     Effect.gen(function* () {
+      // Deliveries are printed through Console, as everything else the command prints.
+      const console = yield* Console.consoleWith(Effect.succeed)
       const server = makeListener({
         secret: Redacted.value(input.secret),
         forwardTo: Option.getOrUndefined(input.forwardTo),
         toleranceSeconds: Option.getOrUndefined(input.tolerance),
         json: input.json,
-        print: (line) => process.stdout.write(`${line}\n`)
+        print: (line) => console.log(line)
       })
       yield* Effect.acquireRelease(
         Effect.callback<void, CommandFailure>((resume) => {
