@@ -10,6 +10,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Stdio from "effect/Stdio"
 import { admin } from "./commands/Admin.ts"
+import { events } from "./commands/Events.ts"
 import { migrate } from "./commands/Migrate.ts"
 import { payments } from "./commands/Payments.ts"
 import { secrets } from "./commands/Secrets.ts"
@@ -25,7 +26,7 @@ export const kassa = Command.make("kassa").pipe(
     "The Kassa command line: run the server, call the merchant and operator APIs, check webhooks. " +
       "Exit codes: 0 ok, 1 API or business error (or an invalid signature), 2 usage error."
   ),
-  Command.withSubcommands([serve, migrate, secrets, payments, admin, webhooks, trigger])
+  Command.withSubcommands([serve, migrate, secrets, payments, events, admin, webhooks, trigger])
 )
 
 /**

@@ -77,6 +77,12 @@ describe("the README's examples", () => {
       }
       filled = filled.replaceAll("<payment-id>", await newestPayment())
     }
+    if (filled.includes("<event-id>")) {
+      // The payments examples above made events: the newest of them.
+      const events = await server.request("/api/v1/events?limit=1", { key: app.testKey })
+      const [newest] = (events.body as { data: ReadonlyArray<{ id: string }> }).data
+      filled = filled.replaceAll("<event-id>", newest?.id ?? "")
+    }
     if (filled.includes("<application-id>")) {
       const apps = await admin("/applications")
       filled = filled.replaceAll("<application-id>", apps.data.at(-1)?.id ?? "")
@@ -114,7 +120,7 @@ describe("the README's examples", () => {
 
   it("has examples for every command group", () => {
     const groups = new Set(exampleLines.filter((line) => line.startsWith("kassa ")).map((line) => words(line)[1]))
-    expect([...groups].sort()).toEqual(["--help", "admin", "payments", "serve", "trigger", "webhooks"])
+    expect([...groups].sort()).toEqual(["--help", "admin", "events", "payments", "serve", "trigger", "webhooks"])
   })
 
   // One test, since each line depends on the ones before it: some 30 `kassa` commands, two of them long-running

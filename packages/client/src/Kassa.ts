@@ -2,9 +2,10 @@
  * The Promise face of the SDK, for code that does not use Effect. A thin wrapper: every method runs the matching
  * effect of {@link KassaClientService}, so both faces share one implementation (validation, retries, errors).
  */
-import { Payment, PaymentsApi } from "@kassa/core"
-import type { KassaPayment } from "@kassa/webhook-verify"
+import { EventsApi, Payment, PaymentsApi, WebhookEvent } from "@kassa/core"
+import type { KassaEvent, KassaEventName, KassaEventOf, KassaPayment } from "@kassa/webhook-verify"
 import { Cause, Effect, Exit, Schema, Stream } from "effect"
+import type { ListEventsParams } from "./Events.ts"
 import { type AnyKassaError, RequestAbortedError } from "./errors.ts"
 import {
   type CreatePaymentParams,
@@ -64,6 +65,36 @@ export interface KassaPayments {
   refund(id: string, params?: RefundParams, options?: IdempotentCallOptions): Promise<KassaPayment>
 }
 
+/**
+ * The event with one of the names `Name`, as JSON shows it (the webhook's body); for several names (the default: all
+ * of them) the union of each, discriminated on `event`.
+ */
+export type KassaEventNamed<Name extends KassaEventName = KassaEventName> = Name extends KassaEventName
+  ? KassaEventOf<Name>
+  : never
+
+/** One page of events, newest first; `has_more` says whether older ones follow the last entry. */
+export interface KassaEventPage<Name extends KassaEventName = KassaEventName> {
+  readonly data: ReadonlyArray<KassaEventNamed<Name>>
+  readonly has_more: boolean
+}
+
+/** `client.events`: the events the webhooks carry, read back; `type` narrows the events' type to that name. */
+export interface KassaEvents {
+  /** Every matching event, newest first, for `for await`; pages are fetched as the loop goes. */
+  list<Name extends KassaEventName = KassaEventName>(
+    params?: ListEventsParams<Name>,
+    options?: CallOptions
+  ): AsyncIterable<KassaEventNamed<Name>>
+  /** One page; pass the last `id` as `starting_after` for the next. */
+  listPage<Name extends KassaEventName = KassaEventName>(
+    params?: ListEventsParams<Name>,
+    options?: CallOptions
+  ): Promise<KassaEventPage<Name>>
+  /** The event exactly as its webhook carried it. */
+  retrieve(id: string, options?: CallOptions): Promise<KassaEvent>
+}
+
 /** `client.test`: helpers for test keys. */
 export interface KassaTest {
   simulate(id: string, params: SimulateParams, options?: CallOptions): Promise<KassaPayment>
@@ -85,6 +116,17 @@ const toJson = Effect.fnUntraced(function* (payment: Payment.Payment) {
 const pageToJson = Effect.fnUntraced(function* (page: PaymentsApi.PaymentList) {
   const json: KassaPaymentPage = yield* Effect.orDie(Schema.encodeEffect(PaymentsApi.PaymentList)(page))
   return json
+})
+
+// Events likewise, as their webhooks carried them. The server answers only events of `type` when it is given, which
+// is what narrows the type.
+const eventToJson = Effect.fnUntraced(function* <Name extends KassaEventName>(event: WebhookEvent.WebhookEvent) {
+  const json: KassaEvent = yield* Effect.orDie(Schema.encodeEffect(WebhookEvent.WebhookEvent)(event))
+  return json as KassaEventNamed<Name>
+})
+const eventPageToJson = Effect.fnUntraced(function* <Name extends KassaEventName>(page: EventsApi.EventList) {
+  const json: KassaEventPage = yield* Effect.orDie(Schema.encodeEffect(EventsApi.EventList)(page))
+  return json as KassaEventPage<Name>
 })
 
 const aborted = (signal: AbortSignal) =>
@@ -124,6 +166,7 @@ const iterate = <A>(stream: Stream.Stream<A, AnyKassaError>, signal: AbortSignal
  */
 export class Kassa {
   readonly payments: KassaPayments
+  readonly events: KassaEvents
   readonly test: KassaTest
 
   constructor(options: KassaOptions) {
@@ -143,6 +186,20 @@ export class Kassa {
         run(Effect.flatMap(client.payments.cancel(id, effectOptions(options)), toJson), options?.signal),
       refund: (id, params, options) =>
         run(Effect.flatMap(client.payments.refund(id, params, effectOptions(options)), toJson), options?.signal)
+    }
+    this.events = {
+      list: <Name extends KassaEventName>(params?: ListEventsParams<Name>, options?: CallOptions) =>
+        iterate(
+          Stream.mapEffect(client.events.list(params, effectOptions(options)), (event) => eventToJson<Name>(event)),
+          options?.signal
+        ),
+      listPage: <Name extends KassaEventName>(params?: ListEventsParams<Name>, options?: CallOptions) =>
+        run(
+          Effect.flatMap(client.events.listPage(params, effectOptions(options)), (page) => eventPageToJson<Name>(page)),
+          options?.signal
+        ),
+      retrieve: (id, options) =>
+        run(Effect.flatMap(client.events.retrieve(id, effectOptions(options)), eventToJson), options?.signal)
     }
     this.test = {
       simulate: (id, params, options) =>

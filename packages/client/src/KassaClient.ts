@@ -27,6 +27,7 @@ import {
 import { Context, Duration, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { FetchHttpClient, HttpClientError, HttpClientRequest, type HttpClientResponse } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
+import { type KassaClientEvents, makeEvents } from "./Events.ts"
 import {
   type AnyKassaApiError,
   type AnyKassaError,
@@ -129,6 +130,8 @@ export interface KassaClientService {
       options?: IdempotentRequestOptions
     ) => Effect.Effect<Payment.Payment, AnyKassaError>
   }
+  /** The events the webhooks carry, read back (`Events.ts`). */
+  readonly events: KassaClientEvents
   readonly test: {
     /** Test keys only: moves a pending payment to `paid`, `failed` or `expired`, as the hosted checkout would. */
     readonly simulate: (
@@ -513,6 +516,7 @@ export const make = Effect.fnUntraced(function* (options: KassaClientOptions) {
       cancel,
       refund: (id, params = {}, options) => refund(id, params, options?.idempotencyKey ?? newIdempotencyKey(), options)
     },
+    events: makeEvents(client.events, send),
     test: { simulate }
   })
 })

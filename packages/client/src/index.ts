@@ -20,6 +20,14 @@ export type {
   KassaRefundStatus
 } from "@kassa/webhook-verify"
 export * from "./ApiErrors.ts"
+export type {
+  EventName,
+  EventOf,
+  EventPage,
+  EventTime,
+  KassaClientEvents,
+  ListEventsParams
+} from "./Events.ts"
 export {
   type AnyKassaApiError,
   type AnyKassaError,
@@ -39,6 +47,9 @@ export {
   type CreatePaymentCallOptions,
   type IdempotentCallOptions,
   Kassa,
+  type KassaEventNamed,
+  type KassaEventPage,
+  type KassaEvents,
   type KassaOptions,
   type KassaPaymentPage,
   type KassaPayments,
