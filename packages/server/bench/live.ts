@@ -56,6 +56,31 @@
  * socket write" above came from `--cpu-prof`, which samples wall time: a write that wakes PostgreSQL on two cores is
  * charged while the server is descheduled. `perf record` on the server puts 12 % of a live create's CPU in the kernel.)
  *
+ * Session 10, the Mollie create (issue 21), on a machine others were using (load 3–9; a figure moves ±20 % with the
+ * load, a ratio within one run less). As it was: mollie/test 2.98 / 3.10 (saturation / 200 req/s; test 960 / 1,169,
+ * Stripe 2,012 / 2,470, Mollie 2,864 / 3,629 µs; load 3.0–3.3), Mollie ~850–1,150 µs over Stripe. Its profile
+ * (`KASSA_BENCH_ONLY=mollie`, `--cpu-prof`): 1.7 % of the samples in `Money.minorUnitDigits`, which made an
+ * `Intl.NumberFormat` for each `mollieAmount` (12 µs hot in a bare loop, more in the server; now remembered per
+ * currency, in the core), and ~15 % under undici's `fetch`, the SDK's default transport, now a fetcher of Kassa's own
+ * over `node:http(s)` with kept-alive agents under the SDK's `HTTPClient` (providers/mollie/MollieTransport.ts; a bare
+ * loop of `payments.create` over TLS, 4 alternating runs: 677–983 µs of CPU a call through fetch, 490–562 through it).
+ * After both: 3.08 and 2.67 / 2.36 and 2.80 (two rounds; load 3.4–4.9; test 661–862, Stripe 1,394–1,800, Mollie
+ * 2,030–2,100 µs), Mollie now 300–640 µs over Stripe; other runs 2.40 / 2.56 (load 4.8–6.1) and
+ * 2.61 / 2.64 (load 3.1–4.9; test 783 / 817, Stripe 1,728 / 1,730, Mollie 2,047 / 2,160 µs). Variants, not
+ * committed, measured the same way:
+ * - the answer made in process (`open` returns at once, no SDK call): 1.48 / 1.46 (load 3.9–5.3; Mollie 947 / 1,080
+ *   against test 642 / 740 µs) and 1.26 / 1.41 (load 5.1–5.7): within 1.5, Kassa's own live work as for Stripe;
+ * - the SDK called as usual but its fetcher answering in process (no socket, no TLS): 2.38 / 2.05 (load 5.4–6.6;
+ *   1,909 / 1,760 µs) and 2.08 / 2.17 (load 7.1–9.0).
+ * So the SDK's own work is what is left, 800–950 µs of this server's CPU a create (about one test create), the socket
+ * and TLS 200–300 µs: zod validation of the request (19–22 µs bare) and of the answer (28 µs bare), a `Request` built,
+ * cloned and its body read back, four `Headers`, its hooks and promise hops, and the GC of all that. The SDK has no
+ * option that skips any of it (validation is unconditional), so ≤ 2× for the whole Mollie create is out of reach
+ * while the SDK is the way to Mollie. Tried and dropped: a `Response` made from a string (5 µs bare) or subclassed to
+ * skip its stream (15 µs bare at most, and the SDK's matchers may read `body`); the call without its AbortSignal (no
+ * difference beyond the noise, and the bound needs it). Clients and their hooks are made once per link (cached), and
+ * the SDK's retries are off.
+ *
  * Settings: KASSA_BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), KASSA_BENCH_SECONDS (10),
  * KASSA_BENCH_ROUNDS (3), KASSA_BENCH_NODE_FLAGS (replaces `npm start`'s flags; e.g. `--cpu-prof` to profile, the
  * profile is written into packages/server when the server exits), KASSA_BENCH_ONLY (`live` or `test`: one kind, for

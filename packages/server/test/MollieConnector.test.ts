@@ -583,6 +583,30 @@ describe("start-up", () => {
   })
 })
 
+describe("transport", () => {
+  it("the SDK's calls travel over Kassa's node:http client (MollieTransport.ts), not the global fetch", async () => {
+    // The global fetch (undici) cost a create 150–400 µs more CPU in a bare loop (bench/live.ts, "Session 10"):
+    // with it out of reach, a create, a read and a refused key still work as before.
+    const global = globalThis.fetch
+    globalThis.fetch = () => Promise.reject(new Error("the Mollie connector used the global fetch"))
+    try {
+      const link = linkFor(fake.apiKey)
+      const { checkoutId } = await opened(link)
+      expect(await readOf(link, checkoutId)).toMatchObject({ _tag: "Checkout", providerPaymentId: checkoutId })
+      expect(
+        await failureOf(Effect.flatMap(connector, (c) => c.read(linkFor("test_revoked"), checkoutId)))
+      ).toMatchObject({ status: 401, field: "secret_key" })
+    } finally {
+      globalThis.fetch = global
+    }
+    expect(fake.requests.map((request) => request.endpoint)).toEqual([
+      "payments.create",
+      "payments.get",
+      "payments.get"
+    ])
+  })
+})
+
 describe("KASSA_MOLLIE_API_URL", () => {
   const load = (env: Record<string, string>) =>
     Effect.runPromiseExit(

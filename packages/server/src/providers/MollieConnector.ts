@@ -1,7 +1,9 @@
 /**
  * The Mollie implementation of {@link ProviderConnector} (decisions §11), through Mollie's official
  * `mollie-api-typescript` SDK (the choice and its measurements: docs/decisions.md, "Mollie: which official SDK"). It
- * is fetch-based, so `KASSA_MOLLIE_API_URL` may be a plain-http fake in tests, and every call takes an AbortSignal.
+ * speaks through Kassa's own transport (mollie/MollieTransport.ts: node's http client, kept-alive connections, cheaper
+ * than the SDK's global fetch), which takes `http:` too, so `KASSA_MOLLIE_API_URL` may be a plain-http fake in tests;
+ * every call takes an AbortSignal.
  *
  * - One SDK client per link, made when the link is first used (its key opened then), in a small bounded cache, with
  *   the link's mode read from its key (`live_…`/`test_…`: the key fixes mode and profile, research mollie.md §7).
@@ -31,6 +33,7 @@ import {
   type Refund,
   refundReading
 } from "./mollie/MollieTerms.ts"
+import { nodeFetcher } from "./mollie/MollieTransport.ts"
 import {
   EventRejected,
   type LinkAccess,
@@ -56,11 +59,11 @@ export const CallTimeout = Context.Reference<Duration.Duration>("@kassa/server/p
  * Mollie's API; docs/decisions.md, "Mollie: which official SDK"), which a server with no Mollie link never pays.
  */
 const loadSdk = Effect.promise(async () => {
-  const [{ Client }, errors] = await Promise.all([
+  const [{ Client, HTTPClient }, errors] = await Promise.all([
     import("mollie-api-typescript"),
     import("mollie-api-typescript/models/errors")
   ])
-  return { Client, errors: errors as ErrorClasses }
+  return { Client, HTTPClient, errors: errors as ErrorClasses }
 })
 
 /** A link's client and the mode its key is for. */
@@ -80,14 +83,20 @@ export const make = Effect.gen(function* () {
     return yield* Effect.die(new InvalidSetting("a shortened Mollie call bound is for tests only"))
   }
 
-  const sdk = yield* Effect.cached(loadSdk)
+  // The SDK's requests travel over node's http client with kept-alive connections (MollieTransport.ts says why).
+  const transport = nodeFetcher()
+  yield* Effect.addFinalizer(() => Effect.sync(transport.close))
+  const sdk = yield* Effect.cached(
+    Effect.map(loadSdk, (loaded) => ({ ...loaded, httpClient: new loaded.HTTPClient({ fetcher: transport.fetcher }) }))
+  )
   const makeClient = (key: Redacted.Redacted<string>) =>
     Effect.map(
       sdk,
-      ({ Client }): LinkClient => ({
+      ({ Client, httpClient }): LinkClient => ({
         client: new Client({
           security: { apiKey: Redacted.value(key) },
           serverURL: config.mollieApiUrl,
+          httpClient,
           // One attempt per call (the module comment); the SDK's default retries 429 and 5xx for up to 7.5 s.
           retryConfig: { strategy: "none" }
         }),
