@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Stdio from "effect/Stdio"
 import { admin } from "./commands/Admin.ts"
 import { events } from "./commands/Events.ts"
+import { listen } from "./commands/Listen.ts"
 import { migrate } from "./commands/Migrate.ts"
 import { payments } from "./commands/Payments.ts"
 import { secrets } from "./commands/Secrets.ts"
@@ -18,6 +19,7 @@ import { serve } from "./commands/Serve.ts"
 import { trigger } from "./commands/Trigger.ts"
 import { webhooks } from "./commands/Webhooks.ts"
 import { ExitCode, ReportedFailure } from "./Output.ts"
+import { presenter } from "./Usage.ts"
 
 export const version = "0.1.0"
 
@@ -26,7 +28,7 @@ export const kassa = Command.make("kassa").pipe(
     "The Kassa command line: run the server, call the merchant and operator APIs, check webhooks. " +
       "Exit codes: 0 ok, 1 API or business error (or an invalid signature), 2 usage error."
   ),
-  Command.withSubcommands([serve, migrate, secrets, payments, events, admin, webhooks, trigger])
+  Command.withSubcommands([serve, migrate, secrets, payments, events, admin, webhooks, listen, trigger])
 )
 
 /**
@@ -39,8 +41,11 @@ export const run = Effect.gen(function* () {
   const cliConfig = (yield* stdio.stdinIsTerminal)
     ? Layer.empty
     : CliConfig.layer({ builtIns: CliConfig.defaults.builtIns.filter((flag) => flag !== GlobalFlag.Wizard) })
-  // NodeCrypto: the SecureRandom behind passwords the CLI generates.
-  return yield* kassa.pipe(Command.run({ version }), Effect.provide(Layer.merge(NodeCrypto.layer, cliConfig)))
+  // NodeCrypto: the SecureRandom behind passwords the CLI generates; the presenter: usage errors in two lines.
+  return yield* kassa.pipe(
+    Command.run({ version }),
+    Effect.provide(Layer.mergeAll(NodeCrypto.layer, cliConfig, presenter))
+  )
 })
 
 /**
@@ -56,7 +61,7 @@ export const exitCodeOf = (
   if (Cause.hasInterruptsOnly(exit.cause)) return ExitCode.ok
   const error = Cause.squash(exit.cause)
   if (error instanceof ReportedFailure) return error.exitCode
-  // effect/cli already printed the help and what was wrong with the command line.
+  // What was wrong with the command line is printed already (Usage.ts).
   if (CliError.isCliError(error)) return ExitCode.usage
   printError(`${Cause.pretty(exit.cause)}\n`)
   return ExitCode.failure

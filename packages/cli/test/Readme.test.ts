@@ -3,6 +3,8 @@
  * (`pk_test_…`, `<payment-id>`, `<application-id>`, …) filled in from a real server, must succeed as written.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { sign } from "@kassa/webhook-verify"
@@ -33,6 +35,8 @@ describe("the README's examples", () => {
   // Stripe for `kassa admin provider`: the stateful fake, behind KASSA_STRIPE_API_URL.
   let stripe: FakeStripe
   let app: TestApplication
+  // The test application's webhook URL: `kassa trigger` with KASSA_ADMIN_TOKEN waits for a delivery that succeeds.
+  let receiver: Server
   let dir: string
   const env: Record<string, string> = {}
   const values = new Map<string, string>()
@@ -40,7 +44,11 @@ describe("the README's examples", () => {
   beforeAll(async () => {
     stripe = await startFakeStripe()
     server = await startServer("pglite", { stripeApiUrl: stripe.url })
-    app = await server.createApplication()
+    receiver = createServer((_request, response) => response.writeHead(200).end())
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve))
+    app = await server.createApplication({
+      webhook_url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`
+    })
     dir = mkdtempSync(join(tmpdir(), "kassa-readme-"))
     env.KASSA_BASE_URL = server.baseUrl
   })
@@ -49,6 +57,7 @@ describe("the README's examples", () => {
     await server.close()
     await stripe.settled()
     await stripe.close()
+    await new Promise((resolve) => receiver.close(resolve))
   })
 
   /** The newest payment of the test application, through the API. */

@@ -9,6 +9,8 @@ import { json, kassa } from "./support.ts"
 
 let server: RunningServer
 let app: TestApplication
+/** An application whose webhook URL answers 500. */
+let failingApp: TestApplication
 let receiver: Server
 let env: Record<string, string>
 /** Verified events received, as `event payment_id`. */
@@ -19,6 +21,7 @@ beforeAll(async () => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk: Buffer) => chunks.push(chunk))
     request.on("end", () => {
+      if (request.url === "/failing") return void response.writeHead(500).end("down")
       verify(Buffer.concat(chunks), request.headers["x-service-signature"], app.webhookSecret)
         .then((event) => {
           received.push(`${event.event} ${event.data.id}`)
@@ -31,6 +34,9 @@ beforeAll(async () => {
   server = await startServer("pglite")
   app = await server.createApplication({
     webhook_url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`
+  })
+  failingApp = await server.createApplication({
+    webhook_url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/failing`
   })
   env = { KASSA_BASE_URL: server.baseUrl, KASSA_API_KEY: app.testKey }
 })
@@ -106,5 +112,36 @@ describe.concurrent("kassa trigger", () => {
     expect(unknown.code).toBe(2)
     const noEvent = await kassa(["trigger"], { env })
     expect(noEvent.code).toBe(2)
+  })
+
+  it("with KASSA_ADMIN_TOKEN it waits for the delivery: exit 0 with the webhook URL's answer, exit 1 delivery_failed when it fails", async () => {
+    const ok = await kassa(["trigger", "payment.paid"], { env: { ...env, KASSA_ADMIN_TOKEN: server.adminToken } })
+    expect(ok.code, ok.stderr).toBe(0)
+    expect(ok.stdout).toMatch(
+      /Delivered payment\.paid for \S+: HTTP 200 from http:\/\/127\.0\.0\.1:\d+\/hook in \d+ ms\./
+    )
+
+    const failingEnv = { ...env, KASSA_API_KEY: failingApp.testKey, KASSA_ADMIN_TOKEN: server.adminToken }
+    const failed = await kassa(["trigger", "payment.failed"], { env: failingEnv })
+    expect(failed.code).toBe(1)
+    expect(failed.stderr).toMatch(/The delivery of payment\.failed for \S+ failed: HTTP 500 from \S+\/failing/)
+    expect(failed.stderr).toContain("code: delivery_failed")
+    const json = await kassa(["trigger", "payment.cancelled", "--json", "--admin-token", server.adminToken], {
+      env: { ...env, KASSA_API_KEY: failingApp.testKey }
+    })
+    expect(json.code).toBe(1)
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      error: { code: "delivery_failed", payment_status: "cancelled", response_status: 500, attempt_error: null }
+    })
+
+    // No webhook URL at all: the attempt records why.
+    const noUrl = await server.createApplication()
+    const nowhere = await kassa(["trigger", "payment.paid", "--json"], {
+      env: { ...env, KASSA_API_KEY: noUrl.testKey, KASSA_ADMIN_TOKEN: server.adminToken }
+    })
+    expect(nowhere.code).toBe(1)
+    expect(JSON.parse(nowhere.stdout)).toMatchObject({
+      error: { code: "delivery_failed", payment_status: "paid", response_status: null, attempt_error: "no_webhook_url" }
+    })
   })
 })

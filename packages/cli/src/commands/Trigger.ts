@@ -1,9 +1,11 @@
 /**
  * `kassa trigger <event>`: makes the server send a webhook event, by creating a test payment (or taking `--payment`)
- * and driving it with the merchant API: simulate paid/failed/expired, cancel, refund part or all.
+ * and driving it with the merchant API: simulate paid/failed/expired, cancel, refund part or all. With the operator's
+ * token it then waits for the delivery's first attempt and exits 1 when it did not reach the webhook URL.
  */
 import type { Kassa, KassaPayment } from "@kassa/client"
 import { kassaEventNames } from "@kassa/webhook-verify"
+import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Argument from "effect/cli/Argument"
 import * as Command from "effect/cli/Command"
@@ -13,6 +15,7 @@ import * as Option from "effect/Option"
 import { call, type MerchantSettings, renderPayment } from "../Merchant.ts"
 import { type CommandFailure, failure, fields, printJson, reporting } from "../Output.ts"
 import * as Settings from "../Settings.ts"
+import { type Delivery, delivered, describeAttempt, firstAttempt } from "./TriggerDelivery.ts"
 
 type EventName = (typeof kassaEventNames)[number]
 
@@ -35,6 +38,17 @@ export const trigger = Command.make(
     amount: Flag.Int("amount").pipe(
       Flag.withDescription("The amount of the payment created, minor units"),
       Flag.withDefault(1000)
+    ),
+    adminToken: Flag.Redacted("admin-token").pipe(
+      Flag.withDescription(
+        "The operator's admin token (env KASSA_ADMIN_TOKEN): wait for the delivery, exit 1 when it fails"
+      ),
+      Flag.withFallbackConfig(Config.Redacted("KASSA_ADMIN_TOKEN")),
+      Flag.optional
+    ),
+    wait: Flag.Int("wait").pipe(
+      Flag.withDescription("Milliseconds to wait for the delivery's first attempt (default 15000)"),
+      Flag.withDefault(15_000)
     )
   },
   (input) =>
@@ -102,12 +116,46 @@ export const trigger = Command.make(
           break
         }
       }
-      const result = { event, payment, steps }
+      const delivery = yield* Option.match(input.adminToken, {
+        onNone: () => Effect.succeed<Delivery | null | undefined>(undefined),
+        onSome: (adminToken) =>
+          firstAttempt({ adminToken, baseUrl: input.baseUrl }, id, event, Math.max(0, input.wait)).pipe(
+            Effect.map((found) => found ?? null)
+          )
+      })
+      if (delivery === null || (delivery !== undefined && !delivered(delivery))) {
+        // The steps worked; the failure says so (with the payment) as it reports the delivery.
+        return yield* Effect.fail(
+          failure(
+            delivery === null
+              ? `Kassa made no attempt to deliver ${event} for ${id} within ${input.wait} ms.`
+              : `The delivery of ${event} for ${id} failed: ${describeAttempt(delivery)}. Kassa retries it on its schedule.`,
+            {
+              code: delivery === null ? "delivery_not_attempted" : "delivery_failed",
+              payment_id: id,
+              payment_status: payment.status,
+              ...(delivery === null
+                ? {}
+                : {
+                    delivery_id: delivery.id,
+                    response_status: delivery.attempts[0]?.response_status ?? null,
+                    attempt_error: delivery.attempts[0]?.error ?? null
+                  })
+            }
+          )
+        )
+      }
+      const result = { event, payment, steps, ...(delivery === undefined ? {} : { delivery }) }
+      const sent =
+        delivery === undefined
+          ? `Kassa sends ${event} for ${id} to the application's webhook URL ` +
+            "(with KASSA_ADMIN_TOKEN, trigger waits for the delivery and exits 1 when it fails)."
+          : `Delivered ${event} for ${id}: ${describeAttempt(delivery)}.`
       yield* input.json
         ? printJson(result)
         : Console.log(
             `${fields(steps.map(({ action, status }, i) => [`${i + 1}. ${action}`, `-> ${status}`]))}\n\n` +
-              `Kassa sends ${event} for ${id} to the application's webhook URL.\n\n${renderPayment(payment)}`
+              `${sent}\n\n${renderPayment(payment)}`
           )
     }).pipe(reporting(input.json))
 ).pipe(
