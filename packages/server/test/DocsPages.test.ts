@@ -19,6 +19,28 @@ describe("documentation pages", () => {
     expect(response.text).toContain("Kassa merchant API")
   })
 
+  it("/docs shows SDK and curl snippets for the main operations, addressed to this server", async () => {
+    const response = await server.request("/docs")
+    // Scalar renders the contract's `x-codeSamples` beside each operation; the contract is embedded in the page.
+    for (const call of [
+      "kassa.payments.create(",
+      "kassa.payments.get(",
+      "kassa.payments.list(",
+      "kassa.payments.cancel(",
+      "kassa.payments.refund(",
+      "kassa.events.list("
+    ]) {
+      expect(response.text).toContain(call)
+    }
+    for (const curl of ["curl -X POST", "curl -X GET", "/api/v1/payments?status=paid", "/api/v1/events?type="]) {
+      expect(response.text).toContain(curl)
+    }
+    expect(response.text).toContain("x-codeSamples")
+    // The server is this one, not the contract's `{origin}` placeholder, so "try it" reaches it.
+    expect(response.text).toContain(`"servers":[{"url":"${server.baseUrl}"`)
+    expect(response.text).not.toContain("{origin}")
+  })
+
   it("/docs/refunds explains test and live refunds, with the security headers every page has", async () => {
     const response = await server.request("/docs/refunds")
     expect(response.status).toBe(200)

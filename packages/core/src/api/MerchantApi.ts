@@ -11,9 +11,11 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "./Authentication.ts"
+import { merchantCodeSamples } from "./CodeSamples.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import { EventsApi } from "./EventsApi.ts"
 import { InvalidRequest } from "./InvalidRequest.ts"
+import * as OpenApiDocument from "./OpenApiDocument.ts"
 import { apiPrefix, PaymentsApi } from "./PaymentsApi.ts"
 import { TestApi } from "./TestApi.ts"
 
@@ -67,8 +69,10 @@ back the events the webhooks carry.
 
 Authenticate every request under \`/api/v1\` with \`Authorization: Bearer <API key>\`. A \`pk_test_\` key works in
 test mode (the built-in simulator, no real money), a \`pk_live_\` key in live mode; the key decides the mode of
-everything done with it. Each key may make 120 requests a minute; beyond that the answer is 429 \`rate_limited\`
-with \`Retry-After\` in seconds.
+everything done with it. Each key may make 120 requests a minute (the application's setting); its answers say how
+many are left in \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`, and beyond the limit the answer
+is 429 \`rate_limited\` with \`Retry-After\` in seconds. Every answer carries a \`Request-Id\`; quote it when asking for
+help.
 
 Every error is \`{"error":{"code","message",…}}\`: branch on \`code\`, never on \`message\`. Some codes add fields
 (\`fields\`, \`status\`, \`payment_id\`, \`min_amount\`, …). Besides the answers listed per operation, a known path
@@ -95,6 +99,11 @@ export class MerchantApi extends HttpApi.make("kassa-merchant")
       title: "Kassa merchant API",
       version: "1.0.0",
       description,
-      transform: (spec) => ({ ...spec, paths: mapOperations(spec.paths, withoutImpossibleAnswers) })
+      servers: OpenApiDocument.servers,
+      transform: (spec) =>
+        OpenApiDocument.transform({ rateLimited: true, codeSamples: merchantCodeSamples })({
+          ...spec,
+          paths: mapOperations(spec.paths, withoutImpossibleAnswers)
+        })
     })
   ) {}

@@ -15,6 +15,7 @@ import * as Payment from "../domain/Payment.ts"
 import { AdminAuthentication } from "./AdminAuthentication.ts"
 import * as ErrorEnvelope from "./ErrorEnvelope.ts"
 import { InvalidRequest } from "./InvalidRequest.ts"
+import * as OpenApiDocument from "./OpenApiDocument.ts"
 import {
   ApiKeyList,
   ApiKeyView,
@@ -97,7 +98,12 @@ export class OperatorApplicationsApi extends HttpApiGroup.make("operatorApplicat
       })
     )
   )
-  .annotateMerge(OpenApi.annotations({ title: "Applications" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Applications",
+      description: "Applications and their settings (modes, methods, limits, webhook URL)."
+    })
+  ) {}
 
 export class OperatorKeysApi extends HttpApiGroup.make("operatorKeys")
   .add(
@@ -137,7 +143,9 @@ export class OperatorKeysApi extends HttpApiGroup.make("operatorKeys")
       })
     )
   )
-  .annotateMerge(OpenApi.annotations({ title: "API keys" })) {}
+  .annotateMerge(
+    OpenApi.annotations({ title: "API keys", description: "Issue, list and revoke an application's API keys." })
+  ) {}
 
 export class OperatorDeliveriesApi extends HttpApiGroup.make("operatorDeliveries")
   .add(
@@ -167,7 +175,12 @@ export class OperatorDeliveriesApi extends HttpApiGroup.make("operatorDeliveries
       })
     )
   )
-  .annotateMerge(OpenApi.annotations({ title: "Webhook deliveries" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Webhook deliveries",
+      description: "Webhook deliveries: their attempts, and resending one."
+    })
+  ) {}
 
 export class OperatorUsersApi extends HttpApiGroup.make("operatorUsers")
   .add(
@@ -225,7 +238,12 @@ export class OperatorUsersApi extends HttpApiGroup.make("operatorUsers")
       })
     )
   )
-  .annotateMerge(OpenApi.annotations({ title: "Users and audit" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Users and audit",
+      description: "Dashboard users, their memberships, and the audit log."
+    })
+  ) {}
 
 export class OperatorProviderAccountsApi extends HttpApiGroup.make("operatorProviderAccounts")
   .add(
@@ -271,7 +289,12 @@ export class OperatorProviderAccountsApi extends HttpApiGroup.make("operatorProv
       })
     )
   )
-  .annotateMerge(OpenApi.annotations({ title: "Payment provider account" })) {}
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Payment provider account",
+      description: "The live payment provider account linked to an application."
+    })
+  ) {}
 
 export class OperatorPaymentsApi extends HttpApiGroup.make("operatorPayments")
   .add(
@@ -302,7 +325,9 @@ export class OperatorPaymentsApi extends HttpApiGroup.make("operatorPayments")
       })
     )
   )
-  .annotateMerge(OpenApi.annotations({ title: "Payments" })) {}
+  .annotateMerge(
+    OpenApi.annotations({ title: "Payments", description: "Live payments: refunds requested by the operator." })
+  ) {}
 
 export class OperatorApi extends HttpApi.make("kassa-operator")
   .add(OperatorApplicationsApi)
@@ -322,6 +347,8 @@ export class OperatorApi extends HttpApi.make("kassa-operator")
       version: "1.0.0",
       description:
         "Applications, API keys, webhook secrets, webhook deliveries, payment provider accounts, dashboard users and the audit log. Authenticate with `Authorization: Bearer <KASSA_ADMIN_TOKEN>`. " +
-        'Errors are `{"error":{"code","message",…}}` as in the merchant API.'
+        'Errors are `{"error":{"code","message",…}}` as in the merchant API.',
+      servers: OpenApiDocument.servers,
+      transform: OpenApiDocument.transform({ rateLimited: false })
     })
   ) {}

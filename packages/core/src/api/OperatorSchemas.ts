@@ -252,6 +252,9 @@ export const LinkProviderBody = Schema.Struct({
     Schema.isMaxLength(256, { message: "secret_key must be at most 256 characters" })
   ).annotate({ description: "Shown this once: stored encrypted, then only as `key_display`." })
 })
+  // The example OpenApiDocument derives cannot know a key's form: Mollie's documented test key form. (Annotated
+  // before the check, which would otherwise carry it and hide it from JSON Schema.)
+  .annotate({ examples: [{ provider: "mollie", secret_key: "test_dHar4XY7LxsDOtmnkVtjNVWXLSlXsM" }] })
   .check(
     Schema.makeFilter(
       (body) =>

@@ -1,12 +1,13 @@
 /**
- * `/docs` (the API reference, Scalar bundled in effect so it works offline) and `/docs/refunds`, the page
+ * `/docs` (the API reference with SDK and curl snippets, Scalar bundled in effect so it works offline) and `/docs/refunds`, the page
  * that `refunds_processed_manually` errors point to as `docs_url`.
  */
 import { createHash } from "node:crypto"
 import { MerchantApi } from "@kassa/core"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiScalar } from "effect/http-api"
+import { HttpApiScalar, OpenApi } from "effect/http-api"
+import { ServerConfig } from "../config/ServerConfig.ts"
 import { html } from "./Html.ts"
 import { page, respond } from "./Layout.ts"
 
@@ -91,11 +92,19 @@ const ReferenceHeaders = HttpRouter.middleware((httpEffect) => {
   })
 }).layer
 
-/** The API reference, from the same contract as `/openapi.json`; Scalar's script is bundled, fonts are local. */
-const ReferenceRoute = HttpApiScalar.layer(MerchantApi.MerchantApi, {
-  path: "/docs",
-  scalar: { withDefaultFonts: false }
-}).pipe(Layer.provide(ReferenceHeaders))
+/**
+ * The API reference, from the same contract as `/openapi.json`, with its SDK and curl snippets (the contract's
+ * `x-codeSamples`); Scalar's script is bundled, fonts are local. Its server is this one (`KASSA_BASE_URL`), so
+ * "try it" and the snippets' address need no editing.
+ */
+const ReferenceRoute = Layer.unwrap(
+  Effect.map(ServerConfig, ({ baseUrl }) =>
+    HttpApiScalar.layer(
+      MerchantApi.MerchantApi.annotate(OpenApi.Servers, [{ url: baseUrl, description: "This Kassa server" }]),
+      { path: "/docs", scalar: { withDefaultFonts: false } }
+    )
+  )
+).pipe(Layer.provide(ReferenceHeaders))
 
 export const layer = Layer.mergeAll(RefundsRoute, ReferenceRoute)
 
