@@ -172,7 +172,17 @@ describe("the published packages, installed with npm outside the workspace", () 
     // the peer range allows) from the registry.
     await run(
       "npm",
-      ["install", "--no-audit", "--no-fund", "--prefer-offline", ...packed.values(), "@types/node@24.19.2"],
+      // A stalled registry connection is given up after 30 s and retried (npm's default waits 5 minutes on one).
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--prefer-offline",
+        "--fetch-timeout=30000",
+        "--fetch-retries=4",
+        ...packed.values(),
+        "@types/node@24.19.2"
+      ],
       { cwd: consumer, env }
     )
     writeFileSync(join(consumer, "tsconfig.json"), JSON.stringify(consumerTsconfig, null, 2))

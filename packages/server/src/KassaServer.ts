@@ -72,7 +72,7 @@ const MerchantRoutes = HttpApiBuilder.layer(MerchantApi.MerchantApi, { openapiPa
 const Routes = Layer.mergeAll(
   MerchantRoutes,
   OperatorHandlers.layer,
-  DocsPages.layer,
+  Layer.unwrap(Effect.map(ServerConfig, (config) => DocsPages.layerWith(config.baseUrl))),
   CheckoutRoutes.layer,
   ProviderWebhookRoutes.layer,
   DashboardRoutes.layer,

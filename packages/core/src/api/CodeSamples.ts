@@ -10,10 +10,13 @@ const curl = (method: string, path: string, body?: string, idempotent = false) =
     ...(body === undefined ? [] : ['  -H "Content-Type: application/json"', `  -d '${body}'`])
   ].join(" \\\n")
 
-const sdk = (call: string) =>
-  `import { Kassa } from "@kassa/client"
+/** The SDK's package, named through a value: this module only writes snippets, it imports nothing (test/Purity). */
+const sdkPackage = JSON.stringify("@kassa/client")
 
-const kassa = new Kassa({ apiKey: process.env.KASSA_API_KEY, baseUrl: process.env.KASSA_URL })
+const sdk = (call: string) =>
+  `import { Kassa } from ${sdkPackage}
+
+const kassa = new Kassa({ apiKey: "pk_test_…", baseUrl: "http://localhost:4000" })
 ${call}`
 
 const samples = (typescript: string, shell: string) => [

@@ -12,6 +12,7 @@ import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { PaymentRepository } from "../ledger/PaymentRepository.ts"
 import { LiveCheckouts } from "../live/LiveCheckouts.ts"
+import * as CheckoutMessages from "../pages/CheckoutMessages.ts"
 import * as CheckoutPage from "../pages/CheckoutPage.ts"
 import { respond } from "../pages/Layout.ts"
 import { type CheckoutView, HostedCheckout } from "../payments/HostedCheckout.ts"
@@ -78,14 +79,14 @@ export const layer = Layer.unwrap(
       })
 
     const formPage = (
-      { payment, methods }: CheckoutView,
+      { payment, applicationName, methods }: CheckoutView,
       nonce: string,
       extra: { values?: CheckoutPage.PayerValues; errors?: CheckoutPage.FieldMessages; status?: number } = {}
     ) =>
       setNonce(
         respond(
           CheckoutPage.pendingPage({
-            payment,
+            subject: { payment, applicationName },
             methods,
             csrf: CsrfToken.token(csrfKey, nonce, payment.id),
             ...(extra.values === undefined ? {} : { values: extra.values }),
@@ -113,8 +114,7 @@ export const layer = Layer.unwrap(
         Effect.map((application) => Option.isSome(application) && application.value.status === "active")
       )
 
-    const unavailable = (payment: Payment.Payment, status: number) =>
-      respond(CheckoutPage.unavailablePage(payment), { status })
+    const unavailable = (view: CheckoutView, status: number) => respond(CheckoutPage.unavailablePage(view), { status })
 
     const show = Effect.fn("Checkout.show")(function* (request: HttpServerRequest.HttpServerRequest, id: string) {
       const paymentId = parseId(id)
@@ -123,7 +123,7 @@ export const layer = Layer.unwrap(
       if (Option.isNone(found)) return notFound
       const { payment } = found.value
       if (payment.status === "pending" && payment.mode === "test") {
-        if (!(yield* applicationActive(payment.id))) return unavailable(payment, 403)
+        if (!(yield* applicationActive(payment.id))) return unavailable(found.value, 403)
         return formPage(found.value, withNonce(request))
       }
       if (payment.status === "pending" && payment.mode === "live") {
@@ -131,7 +131,7 @@ export const layer = Layer.unwrap(
         // goes on to the provider's page (decisions §10).
         const checkout = yield* liveCheckouts.find(payment.id)
         if (Option.isSome(checkout) && checkout.value.checkoutUrl !== null) {
-          if (!(yield* applicationActive(payment.id))) return unavailable(payment, 403)
+          if (!(yield* applicationActive(payment.id))) return unavailable(found.value, 403)
           // The first visit is the payer's for good, so only a browser's GET counts: a HEAD (a link unfurler, a
           // scanner; the router answers it with this GET route) gets the same answer and records nothing.
           if (isBrowserVisit(request)) {
@@ -151,10 +151,7 @@ export const layer = Layer.unwrap(
         }
       }
       return respond(
-        CheckoutPage.statusPage(
-          payment,
-          payment.status === "pending" ? "This payment is completed at the payment provider." : undefined
-        )
+        CheckoutPage.statusPage(found.value, payment.status === "pending" ? "completedAtProvider" : undefined)
       )
     })
 
@@ -176,11 +173,11 @@ export const layer = Layer.unwrap(
       const { payment } = view
       // Nothing is recorded for an application that may not take payments, whatever was asked.
       if (payment.status === "pending" && payment.mode === "test" && !(yield* applicationActive(payment.id)))
-        return unavailable(payment, 409)
+        return unavailable(view, 409)
+      const { messages: m } = CheckoutMessages.forLocale(payment.locale)
       const action = value("action")
       const outcome = action === "pay" ? "paid" : action === "fail" ? "failed" : action === "expire" ? "expired" : null
-      if (outcome === null)
-        return formPage(view, nonce ?? "", { status: 400, errors: { form: "Choose Pay, Fail or Let it expire." } })
+      if (outcome === null) return formPage(view, nonce ?? "", { status: 400, errors: { form: m.chooseOutcome } })
 
       const values: CheckoutPage.PayerValues = {
         name: value("name"),
@@ -190,12 +187,11 @@ export const layer = Layer.unwrap(
       }
       const errors: CheckoutPage.FieldMessages = {}
       if (outcome !== "expired") {
-        if (values.name.length === 0) errors.name = "Enter the payer's name."
-        else if (values.name.length > 255) errors.name = "At most 255 characters."
-        else if (!Text.isStorable(values.name)) errors.name = "Remove the control characters."
-        if (values.email.length > 0 && !isEmail(values.email))
-          errors.email = "Enter an e-mail address, or leave it empty."
-        if (values.phone.length > 0 && !isPhone(values.phone)) errors.phone = "Digits, spaces and a leading + only."
+        if (values.name.length === 0) errors.name = m.nameMissing
+        else if (values.name.length > 255) errors.name = m.nameTooLong
+        else if (!Text.isStorable(values.name)) errors.name = m.nameControl
+        if (values.email.length > 0 && !isEmail(values.email)) errors.email = m.emailInvalid
+        if (values.phone.length > 0 && !isPhone(values.phone)) errors.phone = m.phoneInvalid
       }
       if (Object.keys(errors).length > 0) return formPage(view, nonce ?? "", { status: 422, values, errors })
 
@@ -213,14 +209,14 @@ export const layer = Layer.unwrap(
         Effect.map((settled) => {
           const location = returnLocation(settled.return_url)
           return location === undefined
-            ? respond(CheckoutPage.statusPage(settled))
+            ? respond(CheckoutPage.statusPage({ payment: settled, applicationName: view.applicationName }))
             : HttpServerResponse.redirect(location, { status: 303, headers: { "cache-control": "no-store" } })
         }),
         Effect.catchTags({
           NotFound: () => Effect.succeed(notFound),
           PaymentNotPending: () =>
             hosted.view(payment.id).pipe(
-              Effect.map((current) => respond(CheckoutPage.statusPage(current.payment), { status: 409 })),
+              Effect.map((current) => respond(CheckoutPage.statusPage(current), { status: 409 })),
               Effect.orElseSucceed(() => notFound)
             ),
           PaymentBusy: () =>
@@ -228,7 +224,7 @@ export const layer = Layer.unwrap(
               formPage(view, nonce ?? "", {
                 status: 409,
                 values,
-                errors: { form: "The payment is being updated right now. Please try again in a moment." }
+                errors: { form: m.busy }
               })
             )
         })
@@ -241,11 +237,7 @@ export const layer = Layer.unwrap(
       if (Option.isNone(paymentId)) return notFound
       const found = yield* hosted.view(paymentId.value).pipe(Effect.option)
       if (Option.isNone(found)) return notFound
-      return HttpServerResponse.setHeader(
-        respond(CheckoutPage.returnPage(found.value.payment)),
-        "cache-control",
-        "no-store"
-      )
+      return HttpServerResponse.setHeader(respond(CheckoutPage.returnPage(found.value)), "cache-control", "no-store")
     })
 
     return Layer.mergeAll(

@@ -1,33 +1,43 @@
 /**
  * The hosted checkout's pages (decisions §6): a pending test payment with the simulator's Pay, Fail and
  * Let-it-expire, the outcome or current status otherwise. Everything shown is escaped (Html.ts); the page
- * needs no JavaScript.
+ * needs no JavaScript. It names the application paid and speaks the payment's locale (CheckoutMessages.ts).
  */
 import { Money, type Payment } from "@kassa/core"
+import * as CheckoutMessages from "./CheckoutMessages.ts"
 import { type Html, html } from "./Html.ts"
 import { page } from "./Layout.ts"
 
 /** An amount in minor units for the payment's locale and currency (JPY has no decimals, …): the core decides. */
 export const formatAmount = Money.format
 
-const statusText: Record<Payment.PaymentStatus, string> = {
-  pending: "Waiting for payment",
-  paid: "Paid",
-  failed: "Payment failed",
-  cancelled: "Cancelled by the shop",
-  expired: "Expired",
-  partially_refunded: "Paid (partly refunded)",
-  refunded: "Refunded"
+/** What a checkout page shows of a payment: the payment, and the name of the application it pays (when known). */
+export interface CheckoutSubject {
+  readonly payment: Payment.Payment
+  readonly applicationName: string | null
 }
 
-const summary = (payment: Payment.Payment): Html => html`
-<p class="muted">Pay ${payment.description === null ? "your order" : html`for <strong>${payment.description}</strong>`}</p>
+const summary = ({ payment, applicationName }: CheckoutSubject, m: CheckoutMessages.CheckoutMessages): Html => html`
+${payment.description === null ? "" : html`<p class="muted"><strong>${payment.description}</strong></p>`}
 <div class="amount">${formatAmount(payment.amount, payment.currency, payment.locale)}</div>
 <dl class="summary">
-  <dt>Order</dt><dd>${payment.order_reference}</dd>
-  <dt>Method</dt><dd>${payment.method}</dd>
-  <dt>Payment</dt><dd><code>${payment.id}</code></dd>
+  ${applicationName === null ? "" : html`<dt>${m.shop}</dt><dd>${applicationName}</dd>`}
+  <dt>${m.order}</dt><dd>${payment.order_reference}</dd>
+  <dt>${m.method}</dt><dd>${payment.method}</dd>
+  <dt>${m.payment}</dt><dd><code>${payment.id}</code></dd>
 </dl>`
+
+/** A message with `{pay}` / `{fail}` placeholders, the buttons' names in bold (each part escaped). */
+const withButtons = (template: string, m: CheckoutMessages.CheckoutMessages): Html =>
+  html`${template
+    .split(/(\{pay\}|\{fail\})/)
+    .map((part) =>
+      part === "{pay}" ? html`<strong>${m.pay}</strong>` : part === "{fail}" ? html`<strong>${m.fail}</strong>` : part
+    )}`
+
+/** The page title: the application's name when known, then what the page is about. */
+const titleOf = (subject: CheckoutSubject, what: string) =>
+  `${subject.applicationName === null ? "" : `${subject.applicationName} — `}${what} — Kassa`
 
 export interface PayerValues {
   readonly name: string
@@ -51,20 +61,30 @@ const field = (
   ${errors[id] === undefined ? "" : html`aria-invalid="true" aria-describedby="${id}-error"`}>
 ${errors[id] === undefined ? "" : html`<div class="error" id="${id}-error">${errors[id]}</div>`}`
 
-/** The simulator's form for a pending test payment. */
+/**
+ * The simulator's form for a pending test payment. The payer fields start as the payment's `customer` (what the
+ * application already knows), until the customer sends other values.
+ */
 export const pendingPage = (options: {
-  readonly payment: Payment.Payment
+  readonly subject: CheckoutSubject
   readonly methods: ReadonlyArray<string>
   readonly csrf: string
   readonly values?: PayerValues
   readonly errors?: FieldMessages
 }): Html => {
-  const { payment, methods, csrf } = options
-  const values = options.values ?? { name: "", email: "", phone: "", method: payment.method }
+  const { subject, methods, csrf } = options
+  const { payment } = subject
+  const { lang, messages: m } = CheckoutMessages.forLocale(payment.locale)
+  const values = options.values ?? {
+    name: payment.customer.name ?? "",
+    email: payment.customer.email ?? "",
+    phone: payment.customer.phone ?? "",
+    method: payment.method
+  }
   const errors = options.errors ?? {}
   const methodChoice =
     methods.length > 1
-      ? html`<fieldset><legend>Payment method</legend>${methods.map(
+      ? html`<fieldset><legend>${m.paymentMethod}</legend>${methods.map(
           (method) =>
             html`<label class="choice"><input type="radio" name="method" value="${method}" ${
               method === values.method ? html`checked` : ""
@@ -72,98 +92,112 @@ export const pendingPage = (options: {
         )}</fieldset>`
       : html`<input type="hidden" name="method" value="${payment.method}">`
   return page({
-    title: `Pay ${formatAmount(payment.amount, payment.currency, payment.locale)} — Kassa`,
-    tag: "Test mode",
+    title: titleOf(subject, formatAmount(payment.amount, payment.currency, payment.locale)),
+    tag: m.testMode,
     narrow: true,
-    lang: payment.locale,
+    lang,
     body: html`<div class="card">
-<h1>Checkout</h1>
-${summary(payment)}
+<h1>${subject.applicationName ?? m.checkout}</h1>
+${summary(subject, m)}
 ${errors.form === undefined ? "" : html`<div class="notice" role="alert">${errors.form}</div>`}
 <form method="post" action="/checkout/${payment.id}" novalidate>
 <input type="hidden" name="csrf" value="${csrf}">
-${field("name", "Name", "text", values, errors, html`autocomplete="name" required maxlength="255"`)}
-${field("email", "E-mail (optional)", "email", values, errors, html`autocomplete="email" maxlength="255"`)}
-${field("phone", "Phone (optional)", "tel", values, errors, html`autocomplete="tel" maxlength="32"`)}
+${field("name", m.name, "text", values, errors, html`autocomplete="name" required maxlength="255"`)}
+${field("email", m.emailOptional, "email", values, errors, html`autocomplete="email" maxlength="255"`)}
+${field("phone", m.phoneOptional, "tel", values, errors, html`autocomplete="tel" maxlength="32"`)}
 ${methodChoice}
 <div class="actions">
-  <button class="primary" type="submit" name="action" value="pay">Pay</button>
-  <button class="danger" type="submit" name="action" value="fail">Fail</button>
-  <button class="secondary" type="submit" name="action" value="expire">Let it expire</button>
+  <button class="primary" type="submit" name="action" value="pay">${m.pay}</button>
+  <button class="danger" type="submit" name="action" value="fail">${m.fail}</button>
+  <button class="secondary" type="submit" name="action" value="expire">${m.expire}</button>
 </div>
 </form>
-<p class="notice">This is the test-mode simulator: no money moves. <strong>Pay</strong> and <strong>Fail</strong>
-record the details above as the payer.</p>
+<p class="notice">${withButtons(m.simulatorNotice, m)}</p>
 </div>`
   })
 }
 
-/** A payment that is no longer pending (or was just decided here): its status, and the way back to the shop. */
-export const statusPage = (payment: Payment.Payment, note?: string): Html =>
-  page({
-    title: `${statusText[payment.status]} — Kassa`,
-    tag: payment.mode === "test" ? "Test mode" : undefined,
+const backToShop = (payment: Payment.Payment, m: CheckoutMessages.CheckoutMessages) =>
+  payment.return_url === null ? "" : html`<p><a href="${payment.return_url}">${m.backToShop}</a></p>`
+
+/**
+ * A payment that is no longer pending (or was just decided here): its status, and the way back to the shop.
+ * `note` picks a message (a live payment still pending is completed at its provider).
+ */
+export const statusPage = (subject: CheckoutSubject, note?: "completedAtProvider"): Html => {
+  const { payment } = subject
+  const { lang, messages: m } = CheckoutMessages.forLocale(payment.locale)
+  return page({
+    title: titleOf(subject, m.status[payment.status]),
+    tag: payment.mode === "test" ? m.testMode : undefined,
     narrow: true,
-    lang: payment.locale,
+    lang,
     body: html`<div class="card">
-<h1>${statusText[payment.status]}</h1>
-${summary(payment)}
+<h1>${m.status[payment.status]}</h1>
+${summary(subject, m)}
 <p><span class="status ${payment.status}">${payment.status}</span></p>
-${note === undefined ? "" : html`<p class="muted">${note}</p>`}
-${payment.return_url === null ? "" : html`<p><a href="${payment.return_url}">Back to the shop</a></p>`}
+${note === undefined ? "" : html`<p class="muted">${m[note]}</p>`}
+${backToShop(payment, m)}
 </div>`
   })
+}
 
 /**
  * A pending test payment whose application is suspended or disabled: it cannot be paid now, and nothing was
  * recorded. The way back to the shop stays.
  */
-export const unavailablePage = (payment: Payment.Payment): Html =>
-  page({
-    title: "This payment cannot be paid now — Kassa",
-    tag: payment.mode === "test" ? "Test mode" : undefined,
+export const unavailablePage = (subject: CheckoutSubject): Html => {
+  const { payment } = subject
+  const { lang, messages: m } = CheckoutMessages.forLocale(payment.locale)
+  return page({
+    title: titleOf(subject, m.unavailableTitle),
+    tag: payment.mode === "test" ? m.testMode : undefined,
     narrow: true,
-    lang: payment.locale,
+    lang,
     body: html`<div class="card">
-<h1>This payment cannot be paid now</h1>
-${summary(payment)}
-<p class="muted">The shop cannot take payments at the moment, so nothing was paid or recorded. Please contact the
-shop.</p>
-${payment.return_url === null ? "" : html`<p><a href="${payment.return_url}">Back to the shop</a></p>`}
+<h1>${m.unavailableTitle}</h1>
+${summary(subject, m)}
+<p class="muted">${m.unavailableText}</p>
+${backToShop(payment, m)}
 </div>`
   })
+}
+
+// No payment, so no locale: English.
+const english = CheckoutMessages.forLocale(undefined).messages
 
 export const notFoundPage = (): Html =>
   page({
-    title: "Payment not found — Kassa",
+    title: `${english.notFoundTitle} — Kassa`,
     narrow: true,
-    body: html`<div class="card"><h1>Payment not found</h1><p class="muted">Check the link the shop gave you.</p></div>`
+    body: html`<div class="card"><h1>${english.notFoundTitle}</h1><p class="muted">${english.notFoundText}</p></div>`
   })
 
 export const refusedPage = (): Html =>
   page({
-    title: "Request refused — Kassa",
+    title: `${english.refusedTitle} — Kassa`,
     narrow: true,
-    body: html`<div class="card"><h1>This request was refused</h1>
-<p class="muted">The form was not sent from this checkout page, or the page is too old. Open the payment link
-again and retry.</p></div>`
+    body: html`<div class="card"><h1>${english.refusedTitle}</h1>
+<p class="muted">${english.refusedText}</p></div>`
   })
 
 /**
  * Where the payment provider sends the customer back (`/checkout/{id}/return`, decisions §10): the payment's status;
  * the way back to the shop only once it is final, since a pending live payment waits for the provider's word.
  */
-export const returnPage = (payment: Payment.Payment): Html =>
-  payment.status === "pending"
-    ? page({
-        title: `${statusText[payment.status]} — Kassa`,
-        narrow: true,
-        lang: payment.locale,
-        body: html`<div class="card">
-<h1>${statusText[payment.status]}</h1>
-${summary(payment)}
+export const returnPage = (subject: CheckoutSubject): Html => {
+  const { payment } = subject
+  if (payment.status !== "pending") return statusPage(subject)
+  const { lang, messages: m } = CheckoutMessages.forLocale(payment.locale)
+  return page({
+    title: titleOf(subject, m.status[payment.status]),
+    narrow: true,
+    lang,
+    body: html`<div class="card">
+<h1>${m.status[payment.status]}</h1>
+${summary(subject, m)}
 <p><span class="status ${payment.status}">${payment.status}</span></p>
-<p class="muted">The payment provider has not confirmed this payment yet. Reload this page in a moment.</p>
+<p class="muted">${m.providerNotConfirmed}</p>
 </div>`
-      })
-    : statusPage(payment)
+  })
+}

@@ -7,7 +7,6 @@ import { MerchantApi } from "@kassa/core"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiScalar, OpenApi } from "effect/http-api"
-import { ServerConfig } from "../config/ServerConfig.ts"
 import { html } from "./Html.ts"
 import { page, respond } from "./Layout.ts"
 
@@ -97,16 +96,14 @@ const ReferenceHeaders = HttpRouter.middleware((httpEffect) => {
  * `x-codeSamples`); Scalar's script is bundled, fonts are local. Its server is this one (`KASSA_BASE_URL`), so
  * "try it" and the snippets' address need no editing.
  */
-const ReferenceRoute = Layer.unwrap(
-  Effect.map(ServerConfig, ({ baseUrl }) =>
-    HttpApiScalar.layer(
-      MerchantApi.MerchantApi.annotate(OpenApi.Servers, [{ url: baseUrl, description: "This Kassa server" }]),
-      { path: "/docs", scalar: { withDefaultFonts: false } }
-    )
-  )
-).pipe(Layer.provide(ReferenceHeaders))
+const referenceRoute = (baseUrl: string) =>
+  HttpApiScalar.layer(
+    MerchantApi.MerchantApi.annotate(OpenApi.Servers, [{ url: baseUrl, description: "This Kassa server" }]),
+    { path: "/docs", scalar: { withDefaultFonts: false } }
+  ).pipe(Layer.provide(ReferenceHeaders))
 
-export const layer = Layer.mergeAll(RefundsRoute, ReferenceRoute)
+/** The docs routes for a server at `baseUrl` (the entry passes `KASSA_BASE_URL`: templates read no settings). */
+export const layerWith = (baseUrl: string) => Layer.mergeAll(RefundsRoute, referenceRoute(baseUrl))
 
 export const routes = [
   { method: "GET", path: "/docs" },

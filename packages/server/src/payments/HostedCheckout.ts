@@ -1,8 +1,8 @@
 /**
  * The hosted checkout's use of a payment, by payment id alone (the page is public; decisions §7): the payment as
- * fetch returns it, with lazy expiry applied, and the methods its application offers; and, for test payments, the
- * customer's Pay / Fail / Let it expire. A live payment is decided by its provider (live/), so choosing an outcome
- * for one is `not_found`.
+ * fetch returns it, with lazy expiry applied, its application's name and the methods it offers; and, for test
+ * payments, the customer's Pay / Fail / Let it expire. A live payment is decided by its provider (live/), so choosing
+ * an outcome for one is `not_found`.
  */
 import { type ApiError, type Ids, type Payment, PaymentStateMachine } from "@kassa/core"
 import { Context, Effect, Layer, Option, Result } from "effect"
@@ -11,9 +11,13 @@ import { PaymentRepository } from "../ledger/PaymentRepository.ts"
 import { notFound, PaymentWrites } from "../ledger/PaymentWrites.ts"
 import * as Metrics from "../observability/Metrics.ts"
 
-/** What the hosted checkout shows: the payment as fetch returns it, and the methods its application offers. */
+/**
+ * What the hosted checkout shows: the payment as fetch returns it, the name of its application (the shop the customer
+ * pays; `null` if the application is gone) and the methods it offers.
+ */
 export interface CheckoutView {
   readonly payment: Payment.Payment
+  readonly applicationName: string | null
   readonly methods: ReadonlyArray<string>
 }
 
@@ -40,17 +44,28 @@ export class HostedCheckout extends Context.Service<
       const writes = yield* PaymentWrites
       const applications = yield* ApplicationRepository
 
+      const applicationOf = (id: Ids.PaymentId) =>
+        repo
+          .find(id)
+          .pipe(
+            Effect.flatMap((stored) =>
+              Option.isNone(stored) ? Effect.succeed(Option.none()) : applications.find(stored.value.applicationId)
+            )
+          )
+
       const offeredMethods = (id: Ids.PaymentId) =>
-        repo.find(id).pipe(
-          Effect.flatMap((stored) =>
-            Option.isNone(stored) ? Effect.succeed(Option.none()) : applications.find(stored.value.applicationId)
-          ),
+        applicationOf(id).pipe(
           Effect.map((application) => Option.match(application, { onNone: () => [], onSome: (app) => app.methods }))
         )
 
       const view = Effect.fn("HostedCheckout.view")(function* (id: Ids.PaymentId) {
         const payment = yield* writes.readOrNotFound(id)
-        return { payment, methods: yield* offeredMethods(id) } satisfies CheckoutView
+        const application = yield* applicationOf(id)
+        return {
+          payment,
+          applicationName: Option.match(application, { onNone: () => null, onSome: (app) => app.name }),
+          methods: Option.match(application, { onNone: () => [], onSome: (app) => app.methods })
+        } satisfies CheckoutView
       })
 
       const choose = Effect.fn("HostedCheckout.choose")(function* (
