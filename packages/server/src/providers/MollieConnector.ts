@@ -19,6 +19,7 @@ import type { Client } from "mollie-api-typescript"
 import type * as MollieModels from "mollie-api-typescript/models"
 import { InvalidSetting, ServerConfig } from "../config/ServerConfig.ts"
 import * as Tracing from "../observability/Tracing.ts"
+import * as LinkClients from "./LinkClients.ts"
 import {
   checkoutReading,
   checkoutWindow,
@@ -104,21 +105,7 @@ export const make = Effect.gen(function* () {
       })
     )
 
-  const clients = new Map<string, LinkClient>()
-  const maxClients = 256
-  const clientFor = (link: LinkAccess) =>
-    Effect.suspend(() => {
-      const cached = clients.get(link.id)
-      if (cached !== undefined) return Effect.succeed(cached)
-      return Effect.map(Effect.flatMap(link.secretKey, makeClient), (made) => {
-        clients.set(link.id, made)
-        if (clients.size > maxClients) {
-          const oldest = clients.keys().next()
-          if (oldest.done !== true) clients.delete(oldest.value)
-        }
-        return made
-      })
-    })
+  const clientFor = LinkClients.make((link: LinkAccess) => Effect.flatMap(link.secretKey, makeClient))
 
   /**
    * One SDK call as an Effect: the request carries the fiber's AbortSignal, so the bound's interruption aborts it,

@@ -16,6 +16,7 @@ import { Clock, Context, DateTime, Duration, Effect, Layer, Redacted, Result } f
 import Stripe from "stripe"
 import { InvalidSetting, ServerConfig } from "../config/ServerConfig.ts"
 import * as Tracing from "../observability/Tracing.ts"
+import * as LinkClients from "./LinkClients.ts"
 import {
   EventRejected,
   type FoundCheckout,
@@ -186,22 +187,7 @@ export const make = Effect.gen(function* () {
     })
 
   // Clients by link id, oldest first; bounded, so a server with many links holds a few hundred agents at most.
-  const clients = new Map<string, Stripe>()
-  const maxClients = 256
-  const clientFor = (link: LinkAccess) =>
-    Effect.suspend(() => {
-      const cached = clients.get(link.id)
-      if (cached !== undefined) return Effect.succeed(cached)
-      return Effect.map(link.secretKey, (key) => {
-        const client = makeClient(key)
-        clients.set(link.id, client)
-        if (clients.size > maxClients) {
-          const oldest = clients.keys().next()
-          if (oldest.done !== true) clients.delete(oldest.value)
-        }
-        return client
-      })
-    })
+  const clientFor = LinkClients.make((link: LinkAccess) => Effect.map(link.secretKey, makeClient))
 
   /**
    * One SDK call as an Effect: failures sorted by {@link classify}. The SDK's own timeout bounds it; the outer
