@@ -179,7 +179,7 @@ describe("the published packages, installed with npm outside the workspace", () 
         "--no-fund",
         "--prefer-offline",
         "--fetch-timeout=30000",
-        "--fetch-retries=4",
+        "--fetch-retries=2",
         ...packed.values(),
         "@types/node@24.19.2"
       ],
