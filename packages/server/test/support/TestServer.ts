@@ -55,18 +55,29 @@ export const databases: ReadonlyArray<DatabaseKind> = (await reachable(postgresU
 /**
  * A port nobody uses right now, chosen below Linux's ephemeral range (32768–60999). A port the kernel handed out with
  * `listen(0)` can be handed out again to any outgoing connection — a PostgreSQL client, a `fetch` of another test —
- * before a server process that takes seconds to start binds it; one CI run lost a test to that. Below the range only
- * another test's `freePort` can pick it, at random among 22,000, and the bind check skips ports in use.
+ * before a server process that takes seconds to start binds it; one CI run lost a test to that. Below the range, each
+ * vitest worker draws from its own slice (by `VITEST_POOL_ID`), so two workers never pick the same port in the
+ * seconds between the check and a server's bind (a full run lost two tests to that), and a worker never hands out a
+ * port twice. 10080 is left out: `fetch` refuses it (the Fetch standard's "bad ports").
  */
+const slices = 4
+const sliceSize = Math.floor(22_000 / slices)
+const slice = (Math.max(1, Number(process.env.VITEST_POOL_ID ?? 1)) - 1) % slices
+const handedOut = new Set<number>()
+
 export const freePort = async (): Promise<number> => {
   for (;;) {
-    const port = 10_000 + Math.floor(Math.random() * 22_000)
+    const port = 10_000 + slice * sliceSize + Math.floor(Math.random() * sliceSize)
+    if (port === 10_080 || handedOut.has(port)) continue
     const bound = await new Promise<boolean>((resolve) => {
       const server = createServer()
       server.once("error", () => resolve(false))
       server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
     })
-    if (bound) return port
+    if (bound) {
+      handedOut.add(port)
+      return port
+    }
   }
 }
 
