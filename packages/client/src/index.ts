@@ -68,7 +68,6 @@ export {
   type PaymentPage,
   type RefundParams,
   type RequestOptions,
-  type SendSettings,
-  type SimulateParams,
-  sendWith
+  type SimulateParams
 } from "./KassaClient.ts"
+export { type SendSettings, sendWith } from "./Sending.ts"
