@@ -419,11 +419,14 @@ export class LiveRefunds extends Context.Service<
         // Whose payments the event may be about: every link of this provider account in this application (issue 21
         // §10: a re-link must not orphan what the old link opened). Another application's link of the same account
         // gets the event at its own endpoint.
-        const accountLinks = yield* checkouts.accountLinks(input.linkId)
+        // Read only when a refund is not this link's own (the common case needs no query).
+        const accountLinks = yield* Effect.cached(checkouts.accountLinks(input.linkId))
+        const ofAccount = (linkId: ProviderLinkId) =>
+          linkId === input.linkId ? Effect.succeed(true) : Effect.map(accountLinks, (ids) => ids.includes(linkId))
         const known = yield* rows.byProviderRefundId(input.providerRefundId)
         if (Option.isSome(known)) {
           const row = known.value
-          if (!accountLinks.includes(row.link_id)) return nothing
+          if (!(yield* ofAccount(row.link_id))) return nothing
           const outcome = yield* askRow(row)
           if (Option.isNone(outcome)) return nothing
           // Kept pending with its next read set: the event is sent again, and the background round asks anyway.
@@ -441,14 +444,14 @@ export class LiveRefunds extends Context.Service<
         if (outcome.kassaMade) {
           // Kassa's own refund whose create call has not been answered yet: settled as its answer would be.
           const ours = yield* rows.byRefundId(outcome.refund.refund_id)
-          return Option.isSome(ours) && accountLinks.includes(ours.value.link_id)
+          return Option.isSome(ours) && (yield* ofAccount(ours.value.link_id))
             ? applied(yield* applyAnswer(outcome.refund.refund_id, outcome))
             : nothing
         }
         // What the provider says now places it; the event's hint only when the refund does not say.
         const providerPaymentId = outcome.providerPaymentId ?? input.providerPaymentId
         if (providerPaymentId === null) return nothing
-        return applied(yield* recordForeign(input.linkId, accountLinks, providerPaymentId, outcome))
+        return applied(yield* recordForeign(input.linkId, yield* accountLinks, providerPaymentId, outcome))
       })
 
       const refreshDue = Effect.fn("LiveRefunds.refreshDue")(function* (
