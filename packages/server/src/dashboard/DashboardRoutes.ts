@@ -23,6 +23,7 @@ import * as ApplicationDeliveries from "./apps/Deliveries.ts"
 import * as Keys from "./apps/Keys.ts"
 import * as Members from "./apps/Members.ts"
 import * as Overview from "./apps/Overview.ts"
+import * as PaymentList from "./apps/PaymentList.ts"
 import * as Webhooks from "./apps/Webhooks.ts"
 import { DashboardGuard } from "./DashboardGuard.ts"
 import type { DashboardRoute, Response, ServicesOf } from "./DashboardRoute.ts"
@@ -54,6 +55,7 @@ export const applicationRoutes = [
   ...Keys.routes,
   ...Webhooks.routes,
   ...ApplicationDeliveries.routes,
+  ...PaymentList.routes,
   ...ApplicationPayments.routes,
   ...Members.routes
 ] as const

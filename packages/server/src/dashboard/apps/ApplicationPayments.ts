@@ -1,8 +1,7 @@
 /**
- * An application's payments (`/dashboard/apps/:id/payments`): the list with its filters (lazy expiry of the rows
- * shown), one payment with its timeline, and a live refund request (reserved as pending, then asked of the provider:
+ * An application's payment (`/dashboard/apps/:id/payments/:paymentId`): one payment with its timeline, and a live refund request (reserved as pending, then asked of the provider:
  * decisions §10, "Live refunds"; test payments are refunded through the API). Template:
- * pages/dashboard/ApplicationPayments.ts.
+ * pages/dashboard/ApplicationPayments.ts. The list: PaymentList.ts.
  */
 import { Ids, Money, type Payment } from "@kassa/core"
 import { Effect, Option, Result, Schema } from "effect"
@@ -14,33 +13,13 @@ import { LiveRefunds } from "../../live/LiveRefunds.ts"
 import * as PaymentPages from "../../pages/dashboard/ApplicationPayments.ts"
 import { messagePage, notFoundPage } from "../../pages/dashboard/MessagePages.ts"
 import * as ApplicationQueries from "../ApplicationQueries.ts"
-import { InApplication, PostedForm, pageSize, route, SignedIn } from "../DashboardRoute.ts"
-import * as PaymentSearch from "../PaymentSearch.ts"
+import { InApplication, PostedForm, route, SignedIn } from "../DashboardRoute.ts"
 import * as ProviderQueries from "../ProviderQueries.ts"
-import * as QueryFilters from "../QueryFilters.ts"
 import { frame, here, noticeCode, redirectHere } from "./ApplicationFrame.ts"
 
 const parsePaymentId = Schema.decodeUnknownOption(Ids.PaymentId)
 
 const queries = SqlClient.SqlClient.useSync(ApplicationQueries.make)
-
-const list = Effect.gen(function* () {
-  const { application } = yield* InApplication
-  const { query } = yield* SignedIn
-  const mode = QueryFilters.mode(query, "mode")
-  const status = QueryFilters.paymentStatus(query, "status")
-  const reference = QueryFilters.param(query, "order_reference", 255)
-  const filter = { mode: mode ?? "", status: status ?? "", order_reference: reference }
-  const found = yield* (yield* queries).payments(application.id, {
-    mode,
-    status,
-    orderReference: reference === "" ? undefined : reference,
-    startingAfter: Option.getOrUndefined(parsePaymentId(query.get("starting_after"))),
-    limit: pageSize.inApplication
-  })
-  const page = yield* PaymentSearch.expireShown(yield* PaymentWrites, found, status)
-  return PaymentPages.paymentsPage(yield* frame, { rows: page.rows, hasMore: page.hasMore, filter })
-})
 
 /** The application's payment of the path, in whichever mode it is (lazy expiry included), or none. */
 const ownPayment = Effect.gen(function* () {
@@ -177,7 +156,6 @@ const requestRefund = Effect.gen(function* () {
 const base = "/dashboard/apps/:id/payments"
 
 export const routes = [
-  route("GET", base, "view", list),
   route("GET", `${base}/:paymentId`, "view", show),
   route("POST", `${base}/:paymentId/refunds`, "request_refunds", requestRefund)
 ] as const

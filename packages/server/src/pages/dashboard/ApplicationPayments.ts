@@ -1,93 +1,17 @@
 /**
- * Payments (issue #6 §4): the list with its filters, and one payment with everything about it — amounts, customer and
- * payer, refunds, and the timeline of its events and their deliveries. A live payment that was paid can have a refund
- * requested here (specification: live refunds are requested from the dashboard and confirmed later by the provider).
+ * One payment (issue #6 §4) with everything about it — amounts, customer and payer, refunds, and the timeline of its
+ * events and their deliveries. A live payment that was paid can have a refund requested here (specification: live
+ * refunds are requested from the dashboard and confirmed later by the provider). The list: ApplicationPaymentList.ts.
  */
-import { Mode, Money, Payment, RefundRules } from "@kassa/core"
+import { Money, type Payment, RefundRules } from "@kassa/core"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, noticeBlock, subheading } from "./ApplicationShared.ts"
-import {
-  anyOf,
-  badge,
-  field,
-  filterForm,
-  formatTime,
-  modeBadge,
-  pageHead,
-  pager,
-  select,
-  sentence,
-  table
-} from "./Components.ts"
+import { badge, field, formatTime, modeBadge, pageHead } from "./Components.ts"
 import { csrfField } from "./DashboardLayout.ts"
 import { providerSection } from "./OperatorProvider.ts"
-import type { PaymentSummary as PaymentRow, ProviderPaymentView, TimelineEntry } from "./Views.ts"
-
-export interface PaymentFilterView {
-  readonly mode: string
-  readonly status: string
-  readonly order_reference: string
-}
+import type { ProviderPaymentView, TimelineEntry } from "./Views.ts"
 
 const money = (amount: number, currency: string) => Money.format(amount, currency, "en")
-
-export const paymentsPage = (
-  frame: AppFrame,
-  view: {
-    readonly rows: ReadonlyArray<PaymentRow>
-    readonly hasMore: boolean
-    readonly filter: PaymentFilterView
-  }
-) => {
-  const path = appPath(frame, "/payments")
-  const filtered = view.filter.mode !== "" || view.filter.status !== "" || view.filter.order_reference !== ""
-  const rows = view.rows.map(
-    (row) => html`<tr>
-<td><a href="${appPath(frame, `/payments/${row.id}`)}">${row.orderReference}</a></td>
-<td class="num">${money(row.amount, row.currency)}</td>
-<td>${badge(row.status)}</td>
-<td>${modeBadge(row.mode)}</td>
-<td>${row.customerEmail ?? html`<span class="muted">—</span>`}</td>
-<td>${formatTime(row.createdAt)}</td>
-</tr>`
-  )
-  const last = view.rows.at(-1)
-  const body = html`${pageHead("Payments", "Every payment of this application, newest first. Open one to see its events and refunds.")}
-${filterForm(
-  path,
-  [
-    select({
-      name: "mode",
-      label: "Mode",
-      value: view.filter.mode,
-      choices: anyOf(Mode.Mode.literals, "Test and live", sentence)
-    }),
-    select({
-      name: "status",
-      label: "Status",
-      value: view.filter.status,
-      choices: anyOf(Payment.PaymentStatus.literals, "Any status", sentence)
-    }),
-    field({
-      name: "order_reference",
-      label: "Order reference",
-      type: "search",
-      value: view.filter.order_reference,
-      attributes: html` maxlength="255" placeholder="exact reference"`
-    })
-  ],
-  filtered,
-  { label: "Filter payments", wideButton: true }
-)}
-${table(
-  ["Order reference", "Amount", "Status", "Mode", "Customer", "Created"],
-  rows,
-  filtered ? "No payments match these filters." : "No payments yet. Create one with a test key to see it here.",
-  "Payments"
-)}
-${pager(path, { ...view.filter }, view.hasMore && last !== undefined ? last.id : null)}`
-  return appPage(frame, "payments", "Payments", body)
-}
 
 export interface RefundFormState {
   readonly amount: string
