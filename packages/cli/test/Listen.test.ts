@@ -5,6 +5,8 @@
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { type KassaEvent, verify } from "@kassa/webhook-verify"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type RunningServer, startServer, type TestApplication } from "../../server/test/support/TestServer.ts"
 import { kassa, killLeftovers, start } from "./support.ts"
@@ -186,6 +188,48 @@ describe("kassa listen --forward-to", () => {
     }
   })
 
+  it("an event that becomes visible after a newer one was forwarded is forwarded too; --events filters by name", async () => {
+    let secret = ""
+    const hooks = await receiver(() => secret, 200)
+    const listener = start(
+      ["listen", "--forward-to", hooks.url, "--poll-interval", "100", "--events", "payment.paid,payment.cancelled"],
+      env
+    )
+    try {
+      const [, printed = ""] = await listener.waitFor(/Session secret .*: (whsec_[0-9A-Za-z]{32})$/m)
+      secret = printed
+      const failed = await api("/api/v1/payments", { amount: 500, order_reference: "listen-filtered" })
+      await api(`/api/v1/test/payments/${failed.id}/simulate`, { outcome: "failed" })
+      const paid = await api("/api/v1/payments", { amount: 600, order_reference: "listen-late" })
+      await api(`/api/v1/test/payments/${paid.id}/simulate`, { outcome: "paid" })
+      await waitUntil(() => hooks.received.length === 1, "the paid event")
+      // A transaction that started 3 s ago commits now: its event is older than the one just forwarded. (Written
+      // by hand: a copy of the paid event under a new id, as the cancel of the same payment would look.)
+      const late = `evt_${crypto.randomUUID()}`
+      await server.run(
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`
+            INSERT INTO events (id, application_id, payment_id, mode, event, body, created_at)
+            SELECT ${late}, application_id, payment_id, mode, 'payment.cancelled',
+              replace(replace(body, id, ${late}), '"payment.paid"', '"payment.cancelled"'), created_at - interval '3 seconds'
+            FROM events WHERE payment_id = ${paid.id} AND event = 'payment.paid'`
+        })
+      )
+      await waitUntil(() => hooks.received.length === 2, "the late event")
+      await new Promise((resolve) => setTimeout(resolve, 400))
+      expect(hooks.received.map((event) => (event === "invalid" ? event : `${event.event} ${event.id}`))).toEqual([
+        expect.stringMatching(/^payment\.paid evt_/),
+        `payment.cancelled ${late}`
+      ])
+      // The failed payment's event was filtered out, not forwarded late.
+      expect(listener.output.stdout).not.toContain(failed.id)
+    } finally {
+      expect(await listener.stop()).toBe(0)
+      await hooks.close()
+    }
+  })
+
   it("a wrong key is exit 1 before it starts; no --forward-to or a malformed one is exit 2", async () => {
     const wrongKey = await kassa(["listen", "--forward-to", "http://127.0.0.1:9/x"], {
       env: { ...env, KASSA_API_KEY: "pk_test_nonexistentnonexistent00" }
@@ -194,5 +238,8 @@ describe("kassa listen --forward-to", () => {
     expect(wrongKey.stderr).toContain("invalid_api_key")
     expect((await kassa(["listen"], { env })).code).toBe(2)
     expect((await kassa(["listen", "--forward-to", "nowhere"], { env })).code).toBe(2)
+    const unknown = await kassa(["listen", "--forward-to", "http://127.0.0.1:9/x", "--events", "payment.pad"], { env })
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain("payment.paid")
   })
 })

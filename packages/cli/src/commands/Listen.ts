@@ -4,12 +4,14 @@
  * on the server — and posts each event created after it started to the URL, signed as a webhook is, with a secret
  * made for the session and printed at the start.
  */
-import { type KassaEvent, sign, signatureHeaderName, userAgent } from "@kassa/webhook-verify"
+import { type KassaEvent, kassaEventNames, sign, signatureHeaderName, userAgent } from "@kassa/webhook-verify"
 import * as Console from "effect/Console"
 import * as Command from "effect/cli/Command"
 import * as Flag from "effect/cli/Flag"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as EventFollower from "../EventFollower.ts"
 import { call, type MerchantSettings } from "../Merchant.ts"
 import { type CommandFailure, reporting } from "../Output.ts"
 import * as Settings from "../Settings.ts"
@@ -89,31 +91,57 @@ interface Poll {
 }
 
 // One attempt per request, bounded: the next poll is the retry.
-const page = (poll: Poll, startingAfter: string | undefined) =>
+const page = (
+  poll: Poll,
+  params: { readonly startingAfter?: string; readonly from?: string; readonly limit: number }
+) =>
   call(poll.settings, (kassa) =>
     kassa.events.listPage(
-      { limit: 100, ...(startingAfter === undefined ? {} : { starting_after: startingAfter }) },
+      {
+        limit: params.limit,
+        ...(params.startingAfter === undefined ? {} : { starting_after: params.startingAfter }),
+        ...(params.from === undefined ? {} : { created_gte: params.from })
+      },
       { timeout: poll.timeoutMs, maxRetries: 0 }
     )
   )
 
-/**
- * The events newer than `cursor`, oldest first: newest-first pages are read until one holds the cursor (or none
- * follows: no cursor yet, or the cursor's event is gone).
- */
-export const eventsAfter = (poll: Poll, cursor: string | undefined) =>
+/** Every event created at or after `from` (all of them without it), newest first, page by page. */
+export const eventsSince = (poll: Poll, from: string | undefined) =>
   Effect.gen(function* () {
-    const newer: Array<KassaEvent> = []
+    const listed: Array<KassaEvent> = []
     let startingAfter: string | undefined
     while (true) {
-      const { data, has_more } = yield* page(poll, startingAfter)
-      const at = cursor === undefined ? -1 : data.findIndex((event) => event.id === cursor)
-      newer.push(...(at === -1 ? data : data.slice(0, at)))
+      const { data, has_more } = yield* page(poll, {
+        limit: 100,
+        ...(from === undefined ? {} : { from }),
+        ...(startingAfter === undefined ? {} : { startingAfter })
+      })
+      listed.push(...data)
       const last = data[data.length - 1]
-      if (at !== -1 || !has_more || last === undefined) return newer.reverse()
+      if (!has_more || last === undefined) return listed
       startingAfter = last.id
     }
   })
+
+/** The session's start: the events of the window before the newest one exist already and are never forwarded. */
+const startFollowing = (poll: Poll) =>
+  Effect.gen(function* () {
+    const newest = (yield* page(poll, { limit: 1 })).data[0]
+    if (newest === undefined) return { state: EventFollower.start([]), after: null }
+    const state = EventFollower.start(yield* eventsSince(poll, EventFollower.readFrom(EventFollower.start([newest]))))
+    return { state, after: newest.id }
+  })
+
+// A comma-separated list of event names; a name Kassa never sends is a usage error, not a filter that matches nothing.
+const eventList = Schema.String.check(
+  Schema.isPattern(
+    new RegExp(`^(${kassaEventNames.join("|")})(,(${kassaEventNames.join("|")}))*$`.replace(/\./g, "\\.")),
+    {
+      message: `Expected event names separated by commas: ${kassaEventNames.join(", ")}`
+    }
+  )
+)
 
 const httpUrl = Schema.String.check(Schema.isPattern(/^https?:\/\/\S+$/, { message: "Expected an http(s) URL" }))
 
@@ -129,6 +157,13 @@ export const listen = Command.make(
       Flag.withDescription("Milliseconds between two looks at the events API (default 1000)"),
       Flag.withDefault(1000)
     ),
+    events: Flag.String("events").pipe(
+      Flag.withDescription(
+        "Forward only these events, comma-separated (e.g. payment.paid,payment.failed); default all"
+      ),
+      Flag.withSchema(eventList),
+      Flag.optional
+    ),
     timeout: Flag.Int("timeout").pipe(
       Flag.withDescription("Milliseconds each poll and each forward may take (default 10000)"),
       Flag.withDefault(10_000)
@@ -138,34 +173,41 @@ export const listen = Command.make(
     Effect.gen(function* () {
       const poll: Poll = { settings: input, timeoutMs: Math.max(1, input.timeout) }
       const secret = sessionSecret()
-      // Where the session starts: only events created after this one are forwarded.
-      let cursor = (yield* page(poll, undefined)).data[0]?.id
+      const only = Option.map(input.events, (names) => names.split(","))
+      const wanted = (event: KassaEvent) => Option.isNone(only) || only.value.includes(event.event)
+      // Where the session starts: only events that appear after it are forwarded.
+      const started = yield* startFollowing(poll)
+      let state = started.state
       yield* input.json
-        ? Console.log(JSON.stringify({ forward_to: input.forwardTo, secret, after: cursor ?? null }))
+        ? Console.log(JSON.stringify({ forward_to: input.forwardTo, secret, after: started.after }))
         : Console.log(
             `Ready: forwarding new events to ${input.forwardTo} (polling ${input.baseUrl} every ` +
               `${input.pollInterval} ms). Ctrl-C stops.\nSession secret (verify the forwarded requests with it): ${secret}`
           )
       while (true) {
         yield* Effect.sleep(Math.max(50, input.pollInterval))
-        const fresh = yield* eventsAfter(poll, cursor).pipe(
+        const listed = yield* eventsSince(poll, EventFollower.readFrom(state)).pipe(
+          Effect.map(Option.some),
           // A failed poll is shown and retried at the next interval; the session goes on.
           Effect.catch((failure: CommandFailure) =>
             Effect.as(
               input.json
                 ? Console.log(JSON.stringify({ poll_failed: failure.message, ...failure.details }))
                 : Console.error(`${new Date().toISOString()}  poll failed: ${failure.message}`),
-              [] as ReadonlyArray<KassaEvent>
+              Option.none<ReadonlyArray<KassaEvent>>()
             )
           )
         )
-        for (const event of fresh) {
+        if (Option.isNone(listed)) continue
+        const next = EventFollower.step(state, listed.value)
+        for (const event of next.fresh) {
+          if (!wanted(event)) continue
           const forwarded = yield* Effect.promise(() => forwardEvent(input.forwardTo, event, secret, poll.timeoutMs))
           yield* input.json
             ? Console.log(JSON.stringify({ id: event.id, event: event.event, payment_id: event.data.id, forwarded }))
             : Console.log(describeForward(event, forwarded, new Date()))
-          cursor = event.id
         }
+        state = next.state
       }
     }).pipe(reporting(input.json))
 ).pipe(
