@@ -7,7 +7,7 @@
 import { Client } from "mollie-api-typescript"
 import type { Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { launch } from "../support/Browser.ts"
+import { checkAccessible, launch } from "../support/Browser.ts"
 import { type FakeMollie, startFakeMollie } from "../support/FakeMollie.ts"
 import { startReceiver, type WebhookReceiver } from "../support/WebhookReceiver.ts"
 
@@ -48,11 +48,11 @@ describe("the fake Mollie's test-mode checkout in Chromium", () => {
     const page = await browser.newPage()
     await page.goto(String(payment.links.checkout?.href))
     expect(await page.locator("#amount").textContent()).toBe("EUR 12.50")
-    // Every choice is labelled. (Browser.ts's checkAccessible expects Tab to reach each field, but Tab enters a radio
-    // group once and the arrow keys move within it, as below.)
+    // Every choice is labelled, and Tab reaches the radio group (once: the arrow keys move within it, as below).
     for (const outcome of ["Paid", "Failed", "Canceled", "Expired", "Open"]) {
       expect(await page.getByLabel(outcome).count(), outcome).toBe(1)
     }
+    await checkAccessible(page)
     expect(await page.getByLabel("Paid").isChecked()).toBe(true)
     await page.getByLabel("Paid").focus()
     await page.keyboard.press("ArrowDown")

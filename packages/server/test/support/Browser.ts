@@ -70,8 +70,12 @@ export const checkAccessible = async (page: Page) => {
       return box.width > 0 && box.height > 0 && getComputedStyle(element).visibility !== "hidden"
     }
     const all = [...document.querySelectorAll("a[href], button, input:not([type=hidden]), select, textarea")]
-    for (const [index, element] of all.entries()) element.setAttribute("data-focus-index", String(index))
-    return all.filter(visible).map((element) => element.getAttribute("data-focus-index") ?? "")
+    // Tab enters a radio group once (arrow keys move within it): its buttons share one stop.
+    for (const [index, element] of all.entries()) {
+      const radio = element instanceof HTMLInputElement && element.type === "radio" && element.name !== ""
+      element.setAttribute("data-focus-index", radio ? `radio ${element.name}` : String(index))
+    }
+    return [...new Set(all.filter(visible).map((element) => element.getAttribute("data-focus-index") ?? ""))]
   })
   await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
   await page.locator("body").focus()
@@ -84,7 +88,9 @@ export const checkAccessible = async (page: Page) => {
   const missed = focusable.filter((index) => !reached.has(index))
   const described = await page.evaluate(
     (indexes) =>
-      indexes.map((index) => document.querySelector(`[data-focus-index="${index}"]`)?.outerHTML.slice(0, 100) ?? index),
+      indexes.map(
+        (index) => document.querySelector(`[data-focus-index="${CSS.escape(index)}"]`)?.outerHTML.slice(0, 100) ?? index
+      ),
     missed
   )
   expect(described, `elements Tab never reaches on ${page.url()}`).toEqual([])
