@@ -130,6 +130,54 @@ describe.concurrent("kassa admin apps", () => {
     expect(invalidText.stderr).toContain("payment_ttl_seconds")
   })
 
+  it("apps create and update: --checkout-logo-url and --checkout-brand-color set, show and clear the branding", async () => {
+    const created = ok<{ application: Application }>(
+      await kassa(["admin", "apps", "create", "--name", "Branded", "--checkout-brand-color", "#0A7D4F", "--json"], {
+        env
+      })
+    )
+    expect(created.application).toMatchObject({ checkout_brand_color: "#0a7d4f", checkout_logo_url: null })
+    const id = created.application.id
+
+    const logo = "https://cdn.shop.example/brand/logo.svg"
+    const updated = ok<Application>(
+      await kassa(["admin", "apps", "update", id, "--checkout-logo-url", logo, "--json"], { env })
+    )
+    expect(updated).toMatchObject({ checkout_logo_url: logo, checkout_brand_color: "#0a7d4f" })
+    const shown = await kassa(["admin", "apps", "show", id], { env })
+    expect(shown.stdout).toMatch(/Checkout logo\s+https:\/\/cdn\.shop\.example\/brand\/logo\.svg/)
+    expect(shown.stdout).toMatch(/Checkout colour\s+#0a7d4f/)
+
+    const cleared = ok<Application>(
+      await kassa(
+        ["admin", "apps", "update", id, "--checkout-logo-url", "none", "--checkout-brand-color", "", "--json"],
+        { env }
+      )
+    )
+    expect(cleared).toMatchObject({ checkout_logo_url: null, checkout_brand_color: null, name: "Branded" })
+
+    const invalid = await kassa(
+      [
+        "admin",
+        "apps",
+        "update",
+        id,
+        "--checkout-brand-color",
+        "green",
+        "--checkout-logo-url",
+        "http://cdn.example/l.png"
+      ],
+      { env }
+    )
+    expect(invalid.code).toBe(1)
+    expect(invalid.stderr).toContain("validation_failed")
+    expect(invalid.stderr).toContain("checkout_brand_color must be a colour as #rrggbb")
+    expect(invalid.stderr).toContain("checkout_logo_url must be an https URL")
+    const help = await kassa(["admin", "apps", "update", "--help"], { env })
+    expect(help.stdout).toContain("--checkout-logo-url")
+    expect(help.stdout).toContain("--checkout-brand-color")
+  })
+
   it("apps errors: unknown id and wrong token are exit 1, usage errors and a missing token exit 2", async () => {
     const missing = await kassa(["admin", "apps", "show", "00000000-0000-4000-8000-000000000000"], { env })
     expect(missing.code).toBe(1)

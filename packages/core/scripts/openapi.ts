@@ -1,9 +1,9 @@
 /**
- * Writes the OpenAPI 3.1 document of the merchant API to `packages/core/openapi.json`, or to stdout with `--stdout`
- * (`--operator --stdout`: the operator API's, which the server serves at `/admin/api/v1/openapi.json`). The document
- * is generated from `MerchantApi`, the same definition the server serves at `/openapi.json`; the test
- * `OpenApi.test.ts` fails when the committed file differs from what this writes, and `OpenApiLint.test.ts` lints
- * both documents with Redocly.
+ * Writes the OpenAPI 3.1 documents of the merchant API (`packages/core/openapi.json`, served at `/openapi.json`) and
+ * of the operator API (`packages/core/openapi-operator.json`, served at `/admin/api/v1/openapi.json`), or one of them
+ * to stdout with `--stdout` (`--operator --stdout`: the operator's). Both are generated from the contracts
+ * (`MerchantApi`, `OperatorApi`) the server serves; `OpenApi.test.ts` fails when a committed file differs from what
+ * this writes, and `OpenApiLint.test.ts` lints both with Redocly.
  *
  * Run with `pnpm --filter @kassa/core run openapi`.
  */
@@ -13,17 +13,18 @@ import { OpenApi } from "effect/http-api"
 import { MerchantApi } from "../src/api/MerchantApi.ts"
 import { OperatorApi } from "../src/api/OperatorApi.ts"
 
-const target = fileURLToPath(new URL("../openapi.json", import.meta.url))
+const documents = {
+  merchant: { file: fileURLToPath(new URL("../openapi.json", import.meta.url)), api: MerchantApi },
+  operator: { file: fileURLToPath(new URL("../openapi-operator.json", import.meta.url)), api: OperatorApi }
+} as const
 
-const spec = process.argv.includes("--operator") ? OpenApi.fromApi(OperatorApi) : OpenApi.fromApi(MerchantApi)
-const document = `${JSON.stringify(spec, null, 2)}\n`
+const text = (api: typeof MerchantApi | typeof OperatorApi) => `${JSON.stringify(OpenApi.fromApi(api), null, 2)}\n`
 
 if (process.argv.includes("--stdout")) {
-  process.stdout.write(document)
-} else if (process.argv.includes("--operator")) {
-  console.error("the operator document is not committed: use --operator --stdout")
-  process.exitCode = 1
+  process.stdout.write(text(process.argv.includes("--operator") ? OperatorApi : MerchantApi))
 } else {
-  writeFileSync(target, document)
-  console.log(`wrote ${target}`)
+  for (const { file, api } of Object.values(documents)) {
+    writeFileSync(file, text(api))
+    console.log(`wrote ${file}`)
+  }
 }

@@ -4,6 +4,7 @@ import { Validator } from "@seriousme/openapi-schema-validator"
 import { OpenApi } from "effect/http-api"
 import { httpErrors } from "../src/api/ErrorEnvelope.ts"
 import { MerchantApi } from "../src/api/MerchantApi.ts"
+import { OperatorApi } from "../src/api/OperatorApi.ts"
 import * as ApiError from "../src/errors/ApiError.ts"
 
 const spec = OpenApi.fromApi(MerchantApi)
@@ -286,5 +287,10 @@ describe("OpenAPI document of MerchantApi", () => {
   it("is what packages/core/openapi.json holds (regenerate with `pnpm --filter @kassa/core run openapi`)", () => {
     const committed = readFileSync(new URL("../openapi.json", import.meta.url), "utf8")
     assert.strictEqual(committed, `${JSON.stringify(spec, null, 2)}\n`)
+  })
+
+  it("the operator API's is what packages/core/openapi-operator.json holds (the same command writes it)", () => {
+    const committed = readFileSync(new URL("../openapi-operator.json", import.meta.url), "utf8")
+    assert.strictEqual(committed, `${JSON.stringify(OpenApi.fromApi(OperatorApi), null, 2)}\n`)
   })
 })

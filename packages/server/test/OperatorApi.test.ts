@@ -42,6 +42,8 @@ interface ErrorBody {
 }
 
 const applicationFields = [
+  "checkout_brand_color",
+  "checkout_logo_url",
   "created_at",
   "currencies",
   "id",
@@ -162,6 +164,8 @@ describe.each(databases)("operator API on %s", (database) => {
         ip_allowlist: [],
         payment_ttl_seconds: 3600,
         rate_limit_per_minute: 120,
+        checkout_logo_url: null,
+        checkout_brand_color: null,
         created_at: expect.stringMatching(timestamp)
       })
       expect(webhook_secret).toMatch(webhookSecretPattern)
@@ -188,7 +192,9 @@ describe.each(databases)("operator API on %s", (database) => {
         webhook_url: "http://localhost:9000/hooks",
         ip_allowlist: ["203.0.113.7", "10.0.0.0/8", "2001:db8::/32", "::1"],
         payment_ttl_seconds: 60,
-        rate_limit_per_minute: 1
+        rate_limit_per_minute: 1,
+        checkout_logo_url: "https://cdn.shop.example/logo.png",
+        checkout_brand_color: "#0a7d4f"
       }
       const { application } = await createApplication(settings)
       expect(application).toEqual({ ...settings, id: expect.stringMatching(uuid), created_at: expect.any(String) })

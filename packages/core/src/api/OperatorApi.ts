@@ -84,7 +84,9 @@ export class OperatorApplicationsApi extends HttpApiGroup.make("operatorApplicat
     }).annotateMerge(
       OpenApi.annotations({
         summary: "Change an application",
-        description: "The fields sent replace the stored ones; `null` clears `return_url_host` and `webhook_url`."
+        description:
+          "The fields sent replace the stored ones; `null` clears `return_url_host`, `webhook_url`, `checkout_logo_url` " +
+          "and `checkout_brand_color`."
       })
     ),
     HttpApiEndpoint.post("rotateWebhookSecret", "/applications/:id/webhook-secret", {
@@ -101,7 +103,7 @@ export class OperatorApplicationsApi extends HttpApiGroup.make("operatorApplicat
   .annotateMerge(
     OpenApi.annotations({
       title: "Applications",
-      description: "Applications and their settings (modes, methods, limits, webhook URL)."
+      description: "Applications and their settings (modes, methods, limits, webhook URL, checkout branding)."
     })
   ) {}
 

@@ -6,11 +6,13 @@
  *
  * Every per-field rule lives in the schemas, so the API's parse options (every issue, unknown fields refused) report
  * all invalid fields in one `validation_failed`. Rules that need more than the field itself (`min_amount` ≤
- * `max_amount` against the stored values on PATCH, https-only webhook URLs in production) are {@link ruleErrors}.
+ * `max_amount` against the stored values on PATCH, https-only webhook and logo URLs in production) are
+ * {@link ruleErrors}. The checkout branding's rules are `CheckoutBranding`'s.
  */
 import { Result, Schema, Struct } from "effect"
 import { IpNetwork, NetAddress } from "effect/net"
 import { ApplicationStatus, PaymentTtlSeconds } from "../domain/Application.ts"
+import { BrandColor, LogoUrl, logoInsecureInProduction } from "../domain/CheckoutBranding.ts"
 import * as Money from "../domain/Money.ts"
 import * as Text from "../domain/Text.ts"
 import { HttpUrl } from "../payments/PaymentRequests.ts"
@@ -241,6 +243,22 @@ export const settings = {
     schema: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 })).annotate({
       message: "rate_limit_per_minute must be an integer from 1 to 1000000"
     })
+  }),
+  checkout_logo_url: setting({
+    label: "Checkout logo URL",
+    description: "The logo the hosted checkout shows, an https URL; none clears it",
+    hint: "An https URL of an image, shown above the name on the checkout. Empty: no logo.",
+    flag: "checkout-logo-url",
+    input: { _tag: "OptionalText", url: true },
+    schema: Schema.NullOr(LogoUrl)
+  }),
+  checkout_brand_color: setting({
+    label: "Checkout brand colour",
+    description: "The checkout's button colour as #rrggbb; none clears it",
+    hint: "#rrggbb, e.g. #0a7d4f: the checkout's pay button and focus outline. Empty: Kassa's blue.",
+    flag: "checkout-brand-color",
+    input: { _tag: "OptionalText", url: false },
+    schema: Schema.NullOr(BrandColor)
   })
 }
 
@@ -282,7 +300,7 @@ export type UpdateApplicationBody = typeof UpdateApplicationBody.Type
 
 /**
  * The rules a single field cannot check: `min_amount` ≤ `max_amount` over the resulting settings (stored values
- * fill in on PATCH), and https webhook URLs in production (decisions §7). A rule is reported on the fields the
+ * fill in on PATCH), and https webhook URLs (decisions §7) and checkout logo URLs in production. A rule is reported on the fields the
  * request sent, so the operator sees what to change. Shared by the operator API's handlers and the operator's
  * dashboard; empty when the settings hold.
  */
@@ -300,6 +318,10 @@ export const ruleErrors = (
   // The schema has already checked that the URL parses.
   if (typeof sent.webhook_url === "string" && insecureInProduction(sent.webhook_url, production)) {
     fields.webhook_url = ["webhook_url must be an https URL in production"]
+  }
+  // A loopback logo would be fetched from each customer's own machine.
+  if (typeof sent.checkout_logo_url === "string" && logoInsecureInProduction(sent.checkout_logo_url, production)) {
+    fields.checkout_logo_url = ["checkout_logo_url must be an https URL in production"]
   }
   return fields
 }

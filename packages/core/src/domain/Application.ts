@@ -31,6 +31,9 @@ export const Application = Schema.Struct({
   webhook_url: Schema.NullOr(Schema.String),
   ip_allowlist: Schema.Array(Schema.String),
   rate_limit_per_minute: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 })),
+  /** The hosted checkout's logo and brand colour (`CheckoutBranding`); null: Kassa's own look. */
+  checkout_logo_url: Schema.NullOr(Schema.String),
+  checkout_brand_color: Schema.NullOr(Schema.String),
   created_at: Timestamp
 }).annotate({ identifier: "Application" })
 export type Application = typeof Application.Type
@@ -47,5 +50,7 @@ export const defaults = {
   webhook_url: null,
   ip_allowlist: [],
   payment_ttl_seconds: 3600,
-  rate_limit_per_minute: 120
+  rate_limit_per_minute: 120,
+  checkout_logo_url: null,
+  checkout_brand_color: null
 } as const satisfies Omit<Application, "id" | "name" | "created_at">

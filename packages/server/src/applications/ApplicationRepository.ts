@@ -26,6 +26,8 @@ export const ApplicationRow = Schema.Struct({
   ip_allowlist: Columns.StringArray,
   payment_ttl_seconds: Columns.Integer,
   rate_limit_per_minute: Columns.Integer,
+  checkout_logo_url: Schema.NullOr(Schema.String),
+  checkout_brand_color: Schema.NullOr(Schema.String),
   webhook_secret_rotated_at: Columns.NullableTimestamp,
   created_at: Columns.Timestamp
 })
@@ -125,12 +127,12 @@ export class ApplicationRepository extends Context.Service<
         yield* sql`
           INSERT INTO applications (id, name, status, methods, currencies, locale, min_amount, max_amount,
             return_url_host, webhook_url, webhook_secret_encrypted, ip_allowlist, payment_ttl_seconds,
-            rate_limit_per_minute, created_at, updated_at)
+            rate_limit_per_minute, checkout_logo_url, checkout_brand_color, created_at, updated_at)
           VALUES (${id}, ${input.name}, ${input.status}, ${pg.json([...input.methods])},
             ${pg.json([...input.currencies])}, ${input.locale}, ${input.min_amount}, ${input.max_amount},
             ${input.return_url_host}, ${input.webhook_url}, ${SecretBox.seal(encryptionKey, webhookSecret)},
             ${pg.json([...input.ip_allowlist])}, ${input.payment_ttl_seconds}, ${input.rate_limit_per_minute},
-            ${now}, ${now})
+            ${input.checkout_logo_url}, ${input.checkout_brand_color}, ${now}, ${now})
         `.pipe(Effect.orDie)
         return Option.getOrThrow(yield* find(id))
       })

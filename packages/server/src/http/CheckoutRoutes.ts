@@ -3,6 +3,7 @@
  * payment it offers the simulator's Pay, Fail and Let it expire; Pay and Fail record the payer with the browser's
  * address and User-Agent; then the customer goes to `return_url` (or sees the outcome). The form is protected
  * against cross-site posts (CsrfToken + Origin / Sec-Fetch-Site checks). Rules stay in the core; payments/HostedCheckout.ts applies them.
+ * A page that shows the application's logo allows images from exactly the logo's origin in its CSP.
  */
 import { Ids, type Payment, PaymentRequests, Text } from "@kassa/core"
 import { DateTime, Effect, Layer, Option, Schema } from "effect"
@@ -22,6 +23,10 @@ import { ServerSecrets } from "../security/ServerSecrets.ts"
 const parseId = Schema.decodeUnknownOption(Ids.PaymentId)
 const isEmail = Schema.is(PaymentRequests.Email)
 const isPhone = Schema.is(PaymentRequests.Phone)
+
+/** The origins a page's images may come from besides its own: the logo's, when the application has one. */
+const logoOrigins = ({ branding }: Pick<CheckoutView, "branding">): ReadonlyArray<string> =>
+  branding.logo === null ? [] : [branding.logo.origin]
 
 /** The origin a form may be posted to (redirects after a post count for CSP's form-action in Chromium). */
 const returnOrigin = (payment: Payment.Payment): ReadonlyArray<string> =>
@@ -79,20 +84,24 @@ export const layer = Layer.unwrap(
       })
 
     const formPage = (
-      { payment, applicationName, methods }: CheckoutView,
+      { payment, applicationName, methods, branding }: CheckoutView,
       nonce: string,
       extra: { values?: CheckoutPage.PayerValues; errors?: CheckoutPage.FieldMessages; status?: number } = {}
     ) =>
       setNonce(
         respond(
           CheckoutPage.pendingPage({
-            subject: { payment, applicationName },
+            subject: { payment, applicationName, branding },
             methods,
             csrf: CsrfToken.token(csrfKey, nonce, payment.id),
             ...(extra.values === undefined ? {} : { values: extra.values }),
             ...(extra.errors === undefined ? {} : { errors: extra.errors })
           }),
-          { status: extra.status ?? 200, formAction: ["'self'", ...returnOrigin(payment)] }
+          {
+            status: extra.status ?? 200,
+            formAction: ["'self'", ...returnOrigin(payment)],
+            imageOrigins: logoOrigins({ branding })
+          }
         ),
         nonce
       )
@@ -114,7 +123,8 @@ export const layer = Layer.unwrap(
         Effect.map((application) => Option.isSome(application) && application.value.status === "active")
       )
 
-    const unavailable = (view: CheckoutView, status: number) => respond(CheckoutPage.unavailablePage(view), { status })
+    const unavailable = (view: CheckoutView, status: number) =>
+      respond(CheckoutPage.unavailablePage(view), { status, imageOrigins: logoOrigins(view) })
 
     const show = Effect.fn("Checkout.show")(function* (request: HttpServerRequest.HttpServerRequest, id: string) {
       const paymentId = parseId(id)
@@ -151,7 +161,8 @@ export const layer = Layer.unwrap(
         }
       }
       return respond(
-        CheckoutPage.statusPage(found.value, payment.status === "pending" ? "completedAtProvider" : undefined)
+        CheckoutPage.statusPage(found.value, payment.status === "pending" ? "completedAtProvider" : undefined),
+        { imageOrigins: logoOrigins(found.value) }
       )
     })
 
@@ -209,14 +220,16 @@ export const layer = Layer.unwrap(
         Effect.map((settled) => {
           const location = returnLocation(settled.return_url)
           return location === undefined
-            ? respond(CheckoutPage.statusPage({ payment: settled, applicationName: view.applicationName }))
+            ? respond(CheckoutPage.statusPage({ ...view, payment: settled }), { imageOrigins: logoOrigins(view) })
             : HttpServerResponse.redirect(location, { status: 303, headers: { "cache-control": "no-store" } })
         }),
         Effect.catchTags({
           NotFound: () => Effect.succeed(notFound),
           PaymentNotPending: () =>
             hosted.view(payment.id).pipe(
-              Effect.map((current) => respond(CheckoutPage.statusPage(current), { status: 409 })),
+              Effect.map((current) =>
+                respond(CheckoutPage.statusPage(current), { status: 409, imageOrigins: logoOrigins(current) })
+              ),
               Effect.orElseSucceed(() => notFound)
             ),
           PaymentBusy: () =>
@@ -237,7 +250,11 @@ export const layer = Layer.unwrap(
       if (Option.isNone(paymentId)) return notFound
       const found = yield* hosted.view(paymentId.value).pipe(Effect.option)
       if (Option.isNone(found)) return notFound
-      return HttpServerResponse.setHeader(respond(CheckoutPage.returnPage(found.value)), "cache-control", "no-store")
+      return HttpServerResponse.setHeader(
+        respond(CheckoutPage.returnPage(found.value), { imageOrigins: logoOrigins(found.value) }),
+        "cache-control",
+        "no-store"
+      )
     })
 
     return Layer.mergeAll(

@@ -1,20 +1,54 @@
 /**
  * The hosted checkout's pages (decisions §6): a pending test payment with the simulator's Pay, Fail and
  * Let-it-expire, the outcome or current status otherwise. Everything shown is escaped (Html.ts); the page
- * needs no JavaScript. It names the application paid and speaks the payment's locale (CheckoutMessages.ts).
+ * needs no JavaScript. It names the application paid and speaks the payment's locale (CheckoutMessages.ts), and
+ * shows the application's logo and brand colour when the operator set them (the core's `CheckoutBranding` checked
+ * and derived them; the route allows the logo's origin in the page's CSP).
  */
-import { Money, type Payment } from "@kassa/core"
+import { CheckoutBranding, Money, type Payment } from "@kassa/core"
 import * as CheckoutMessages from "./CheckoutMessages.ts"
-import { type Html, html } from "./Html.ts"
-import { page } from "./Layout.ts"
+import { type Html, html, trusted } from "./Html.ts"
+import { type PageOptions, page } from "./Layout.ts"
 
 /** An amount in minor units for the payment's locale and currency (JPY has no decimals, …): the core decides. */
 export const formatAmount = Money.format
 
-/** What a checkout page shows of a payment: the payment, and the name of the application it pays (when known). */
+/**
+ * What a checkout page shows of a payment: the payment, the name of the application it pays (when known) and that
+ * application's branding.
+ */
 export interface CheckoutSubject {
   readonly payment: Payment.Payment
   readonly applicationName: string | null
+  readonly branding: CheckoutBranding.Branding
+}
+
+/**
+ * The brand colour on the pay button (its text and border too) and on the keyboard focus outline. The colours were
+ * checked by the core; each is checked again here as `#rrggbb` before it becomes CSS, so a value that did not pass
+ * is never rendered (no branding instead).
+ */
+const brandStyles = ({ color }: CheckoutBranding.Branding): Html | undefined => {
+  if (color === null) return undefined
+  const { brand, text, outline } = color
+  if (![brand, text, outline].every(CheckoutBranding.isBrandColor)) return undefined
+  // The border takes the outline's colour: a pale button still has an edge one can see on the white card.
+  return trusted(
+    `button.primary { background: ${brand}; color: ${text}; border-color: ${outline}; }\n` +
+      `a:focus-visible, input:focus-visible, button:focus-visible { outline-color: ${outline}; }`
+  )
+}
+
+/** The operator's logo above the heading, named by the application's name; no referrer goes to its host. */
+const logo = ({ branding, applicationName }: CheckoutSubject): Html | string =>
+  branding.logo === null
+    ? ""
+    : html`<img class="brand-logo" src="${branding.logo.url}" alt="${applicationName ?? ""}" referrerpolicy="no-referrer">`
+
+/** A checkout page in the subject's branding. */
+const checkoutPage = (subject: CheckoutSubject, options: PageOptions): Html => {
+  const styles = brandStyles(subject.branding)
+  return page(styles === undefined ? options : { ...options, styles })
 }
 
 const summary = ({ payment, applicationName }: CheckoutSubject, m: CheckoutMessages.CheckoutMessages): Html => html`
@@ -91,12 +125,13 @@ export const pendingPage = (options: {
             }> ${method}</label>`
         )}</fieldset>`
       : html`<input type="hidden" name="method" value="${payment.method}">`
-  return page({
+  return checkoutPage(subject, {
     title: titleOf(subject, formatAmount(payment.amount, payment.currency, payment.locale)),
     tag: m.testMode,
     narrow: true,
     lang,
     body: html`<div class="card">
+${logo(subject)}
 <h1>${subject.applicationName ?? m.checkout}</h1>
 ${summary(subject, m)}
 ${errors.form === undefined ? "" : html`<div class="notice" role="alert">${errors.form}</div>`}
@@ -127,12 +162,13 @@ const backToShop = (payment: Payment.Payment, m: CheckoutMessages.CheckoutMessag
 export const statusPage = (subject: CheckoutSubject, note?: "completedAtProvider"): Html => {
   const { payment } = subject
   const { lang, messages: m } = CheckoutMessages.forLocale(payment.locale)
-  return page({
+  return checkoutPage(subject, {
     title: titleOf(subject, m.status[payment.status]),
     tag: payment.mode === "test" ? m.testMode : undefined,
     narrow: true,
     lang,
     body: html`<div class="card">
+${logo(subject)}
 <h1>${m.status[payment.status]}</h1>
 ${summary(subject, m)}
 <p><span class="status ${payment.status}">${payment.status}</span></p>
@@ -149,12 +185,13 @@ ${backToShop(payment, m)}
 export const unavailablePage = (subject: CheckoutSubject): Html => {
   const { payment } = subject
   const { lang, messages: m } = CheckoutMessages.forLocale(payment.locale)
-  return page({
+  return checkoutPage(subject, {
     title: titleOf(subject, m.unavailableTitle),
     tag: payment.mode === "test" ? m.testMode : undefined,
     narrow: true,
     lang,
     body: html`<div class="card">
+${logo(subject)}
 <h1>${m.unavailableTitle}</h1>
 ${summary(subject, m)}
 <p class="muted">${m.unavailableText}</p>
@@ -189,11 +226,12 @@ export const returnPage = (subject: CheckoutSubject): Html => {
   const { payment } = subject
   if (payment.status !== "pending") return statusPage(subject)
   const { lang, messages: m } = CheckoutMessages.forLocale(payment.locale)
-  return page({
+  return checkoutPage(subject, {
     title: titleOf(subject, m.status[payment.status]),
     narrow: true,
     lang,
     body: html`<div class="card">
+${logo(subject)}
 <h1>${m.status[payment.status]}</h1>
 ${summary(subject, m)}
 <p><span class="status ${payment.status}">${payment.status}</span></p>

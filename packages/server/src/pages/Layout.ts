@@ -41,6 +41,8 @@ code { background: #eef1f6; padding: 1px 5px; border-radius: 4px; font-size: 90%
 pre { background: #0f1a33; color: #e8edf7; padding: 14px; border-radius: 10px; overflow-x: auto; font-size: 13px; }
 table { border-collapse: collapse; width: 100%; font-size: 14px; } th, td { text-align: left; padding: 8px; border-bottom: 1px solid var(--line); }
 footer { text-align: center; color: var(--muted); font-size: 12px; margin: 24px 0; }
+/* An operator's logo on the checkout: any size of image, shown at most 64 px high and never wider than the card. */
+.brand-logo { display: block; max-height: 64px; max-width: 100%; width: auto; height: auto; margin: 0 0 14px; }
 `
 const styles = trusted(baseStyles)
 
@@ -50,9 +52,11 @@ export interface PageOptions {
   readonly tag?: string | undefined
   readonly narrow?: boolean
   readonly lang?: string
+  /** Styles after the base ones (the checkout's brand colour), already checked by whoever built them. */
+  readonly styles?: Html
 }
 
-export const page = ({ title, body, tag, narrow, lang }: PageOptions): Html => html`<!doctype html>
+export const page = ({ title, body, tag, narrow, lang, styles: extra }: PageOptions): Html => html`<!doctype html>
 <html lang="${lang ?? "en"}">
 <head>
 <meta charset="utf-8">
@@ -60,7 +64,12 @@ export const page = ({ title, body, tag, narrow, lang }: PageOptions): Html => h
 <meta name="referrer" content="same-origin">
 <link rel="icon" href="data:,">
 <title>${title}</title>
-<style>${styles}</style>
+<style>${styles}</style>${
+  extra === undefined
+    ? ""
+    : html`
+<style>${extra}</style>`
+}
 </head>
 <body>
 <header class="top"><span class="logo">Kassa</span>${tag === undefined ? "" : html`<span class="tag">${tag}</span>`}</header>
@@ -72,10 +81,15 @@ export const page = ({ title, body, tag, narrow, lang }: PageOptions): Html => h
 /**
  * Headers every page carries: no framing, no sniffing, no referrer to other sites, forms only to `formAction`, and no
  * scripts or stylesheets but the server's own files when `assets` is set (the dashboards' stylesheet and copy buttons,
- * under `/dashboard/assets/`; never an inline script).
+ * under `/dashboard/assets/`; never an inline script). Images come from the server and `data:`, plus exactly the
+ * origins in `imageOrigins` (the checkout's logo: one origin the core checked, never a wildcard).
  */
-export const securityHeaders = (formAction: ReadonlyArray<string> = ["'self'"], assets = false) => ({
-  "content-security-policy": `default-src 'none'; style-src ${assets ? "'self' " : ""}'unsafe-inline'; img-src 'self' data:;${assets ? " script-src 'self'; connect-src 'none';" : ""} form-action ${formAction.join(" ")}; frame-ancestors 'none'; base-uri 'none'`,
+export const securityHeaders = (
+  formAction: ReadonlyArray<string> = ["'self'"],
+  assets = false,
+  imageOrigins: ReadonlyArray<string> = []
+) => ({
+  "content-security-policy": `default-src 'none'; style-src ${assets ? "'self' " : ""}'unsafe-inline'; img-src ${["'self'", "data:", ...imageOrigins].join(" ")};${assets ? " script-src 'self'; connect-src 'none';" : ""} form-action ${formAction.join(" ")}; frame-ancestors 'none'; base-uri 'none'`,
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on form posts, which the
@@ -86,10 +100,15 @@ export const securityHeaders = (formAction: ReadonlyArray<string> = ["'self'"], 
 
 export const respond = (
   document: Html,
-  options: { readonly status?: number; readonly formAction?: ReadonlyArray<string>; readonly assets?: boolean } = {}
+  options: {
+    readonly status?: number
+    readonly formAction?: ReadonlyArray<string>
+    readonly assets?: boolean
+    readonly imageOrigins?: ReadonlyArray<string>
+  } = {}
 ) =>
   HttpServerResponse.text(markup(document), {
     status: options.status ?? 200,
     contentType: "text/html; charset=utf-8",
-    headers: securityHeaders(options.formAction, options.assets)
+    headers: securityHeaders(options.formAction, options.assets, options.imageOrigins)
   })

@@ -1,14 +1,26 @@
 /**
  * The hosted checkout in Chromium at a phone's width (390 px) and a desktop's (issue 22 §4): the application's name,
- * the customer prefilled, the payment's language, nothing wider than the screen, and a keyboard focus one can see.
- * Screenshots go to `artifacts/dashboard/`.
+ * the customer prefilled, the payment's language, nothing wider than the screen, and a keyboard focus one can see;
+ * and an operator's branding: the logo (served here over http on 127.0.0.1, which the logo rule allows for loopback
+ * outside production) loaded through the page's CSP, bounded, above the name, fetched without a referrer; the brand
+ * colour on the pay button with the text colour the core picked, and a focus outline that still shows on a pale
+ * brand. Screenshots go to `artifacts/dashboard/`.
  */
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { checkAccessible, launch, screenshot } from "../support/Browser.ts"
+import { operatorRequest } from "../support/OperatorRequests.ts"
 import { type RunningServer, startServer, type TestApplication } from "../support/TestServer.ts"
 
 const customer = { name: "Sanne de Vries", email: "sanne@example.nl", phone: "+31 6 1234 5678" }
+
+/** A wide logo (240 × 80), so the page's bound on its height shows. */
+const logoSvg = `<svg xmlns="http://www.w3.org/2000/svg" width="240" height="80" viewBox="0 0 240 80">
+<rect width="240" height="80" rx="16" fill="#0a7d4f"/><circle cx="40" cy="40" r="22" fill="#ffd500"/>
+<rect x="76" y="26" width="140" height="12" rx="6" fill="#ffffff"/><rect x="76" y="46" width="96" height="8" rx="4" fill="#cde8dc"/>
+</svg>`
 
 const channels = (colour: string): [number, number, number, number] => {
   const [r = 0, g = 0, b = 0, a = 1] = (colour.match(/\d+(\.\d+)?/g) ?? []).map(Number)
@@ -38,14 +50,37 @@ describe("the hosted checkout in Chromium", () => {
   let server: RunningServer
   let shop: TestApplication
   let florist: TestApplication
+  let branded: TestApplication
+  let pale: TestApplication
   let browser: Browser
+  let logoServer: Server
+  const logoRequests: Array<IncomingHttpHeaders> = []
   const contexts: Array<BrowserContext> = []
 
   beforeAll(async () => {
+    logoServer = createServer((request, response) => {
+      logoRequests.push(request.headers)
+      response.writeHead(200, { "content-type": "image/svg+xml", "cache-control": "no-store" }).end(logoSvg)
+    })
+    await new Promise<void>((resolve) => logoServer.listen(0, "127.0.0.1", resolve))
+    const logoUrl = `http://127.0.0.1:${(logoServer.address() as AddressInfo).port}/brand/logo.svg`
     server = await startServer("pglite")
     shop = await server.createApplication({ name: "Bloemenwinkel Het Zonnige Hoekje", methods: ["ideal"] })
     // Two methods: the page adds a radio group (which Tab enters once, so checkAccessible is not run on it).
     florist = await server.createApplication({ name: "Fleuriste Les Quatre Saisons", methods: ["card", "ideal"] })
+    // Set as an operator sets them: through the operator API, so the stored values are what its rules let through.
+    branded = await server.createApplication({ name: "Tuincentrum De Groene Vinger", methods: ["ideal"] })
+    pale = await server.createApplication({ name: "Zonnebloem Cadeaus", methods: ["ideal"] })
+    for (const [application, colour] of [
+      [branded, "#0A7D4F"],
+      [pale, "#ffd500"]
+    ] as const) {
+      const set = await operatorRequest(server, `/applications/${application.application.id}`, {
+        method: "PATCH",
+        body: { checkout_logo_url: logoUrl, checkout_brand_color: colour }
+      })
+      expect(set.status, set.text).toBe(200)
+    }
     browser = await launch()
   }, 120_000)
 
@@ -53,6 +88,7 @@ describe("the hosted checkout in Chromium", () => {
     for (const context of contexts) await context.close()
     await browser?.close()
     await server?.close()
+    await new Promise((resolve) => logoServer?.close(resolve))
   })
 
   const createPayment = async (body: Record<string, unknown>, key = shop.testKey) => {
@@ -165,5 +201,69 @@ describe("the hosted checkout in Chromium", () => {
     expect(await page.locator("main").textContent()).toContain("Bloemenwinkel Het Zonnige Hoekje")
     const paid = await server.request(`/api/v1/payments/${id}`, { key: shop.testKey })
     expect(paid.body).toMatchObject({ status: "paid", payer: { name: "Camille Martin", email: null } })
+  })
+
+  for (const width of [390, 1280]) {
+    it(`at ${width} px: the operator's logo above the name, bounded, and the brand colour on the pay button`, async () => {
+      const before = logoRequests.length
+      const id = await createPayment({ locale: "nl-NL", customer }, branded.testKey)
+      const page = await openAt(width, id)
+      const logo = page.locator("img.brand-logo")
+      await expect.poll(() => logo.evaluate((image: HTMLImageElement) => image.complete)).toBe(true)
+      await screenshot(page, `checkout-${width}-branded`)
+      // Loaded, so the CSP let exactly this origin through (a blocked image has no natural size).
+      const shown = await logo.evaluate((image: HTMLImageElement) => {
+        const box = image.getBoundingClientRect()
+        const heading = document.querySelector("h1")?.getBoundingClientRect()
+        return {
+          naturalWidth: image.naturalWidth,
+          alt: image.alt,
+          height: box.height,
+          width: box.width,
+          right: box.right,
+          aboveHeading: heading !== undefined && box.bottom <= heading.top
+        }
+      })
+      expect(shown.naturalWidth).toBeGreaterThan(0)
+      expect(shown.alt).toBe("Tuincentrum De Groene Vinger")
+      expect(shown.height).toBeLessThanOrEqual(64)
+      expect(shown.width / shown.height).toBeCloseTo(3, 1)
+      expect(shown.aboveHeading).toBe(true)
+      expect(logoRequests.length).toBeGreaterThan(before)
+      expect(logoRequests.at(-1)?.referer, "the logo's host learns nothing of the checkout").toBeUndefined()
+
+      const button = await page.getByRole("button", { name: "Betalen", exact: true }).evaluate((element) => ({
+        background: getComputedStyle(element).backgroundColor,
+        color: getComputedStyle(element).color
+      }))
+      expect(button).toEqual({ background: "rgb(10, 125, 79)", color: "rgb(255, 255, 255)" })
+      expect(contrast(button.color, button.background)).toBeGreaterThanOrEqual(4.5)
+      await checkAccessible(page)
+      const layout = await overflowing(page)
+      expect(layout.wide, `elements past the right edge at ${width} px`).toEqual([])
+      expect(layout.scrollWidth).toBeLessThanOrEqual(layout.width)
+    })
+  }
+
+  it("a pale brand: near-black text on the button, and a focus outline of at least 3:1 on the card, at 390 px", async () => {
+    const id = await createPayment({ locale: "en", customer }, pale.testKey)
+    const page = await openAt(390, id)
+    await expect
+      .poll(() => page.locator("img.brand-logo").evaluate((image: HTMLImageElement) => image.naturalWidth))
+      .toBeGreaterThan(0)
+    const button = await page.getByRole("button", { name: "Pay", exact: true }).evaluate((element) => ({
+      background: getComputedStyle(element).backgroundColor,
+      color: getComputedStyle(element).color
+    }))
+    expect(button.background).toBe("rgb(255, 213, 0)")
+    expect(contrast(button.color, button.background)).toBeGreaterThanOrEqual(4.5)
+    const focus = await focusByKeyboard(page, "Pay")
+    await screenshot(page, "checkout-390-branded-pale-focus")
+    expect(focus.focusVisible).toBe(true)
+    expect(focus.outlineStyle).toBe("solid")
+    expect(
+      contrast(focus.outlineColor, focus.background),
+      `${focus.outlineColor} on ${focus.background}`
+    ).toBeGreaterThanOrEqual(3)
   })
 })

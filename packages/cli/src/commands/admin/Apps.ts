@@ -24,6 +24,8 @@ const renderApplication = (application: Application) =>
     ["IP allow-list", application.ip_allowlist.length === 0 ? "(any)" : application.ip_allowlist.join(", ")],
     ["Payment TTL", `${application.payment_ttl_seconds} s`],
     ["Rate limit", `${application.rate_limit_per_minute} per minute`],
+    ["Checkout logo", application.checkout_logo_url],
+    ["Checkout colour", application.checkout_brand_color],
     ["Created at", application.created_at]
   ])
 

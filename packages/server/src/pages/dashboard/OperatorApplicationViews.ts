@@ -72,7 +72,8 @@ const settingsGroups: ReadonlyArray<{
     grid: ["methods", "currencies", "locale", "min_amount", "max_amount", "payment_ttl_seconds"],
     below: []
   },
-  { legend: "Integration", grid: ["return_url_host", "webhook_url", "rate_limit_per_minute"], below: ["ip_allowlist"] }
+  { legend: "Integration", grid: ["return_url_host", "webhook_url", "rate_limit_per_minute"], below: ["ip_allowlist"] },
+  { legend: "Hosted checkout", grid: ["checkout_logo_url", "checkout_brand_color"], below: [] }
 ]
 
 const settingsFields = (values: SettingsValues, errors: FieldMessages): Html =>
