@@ -15,10 +15,14 @@
  * that doubles while workers keep dying young (a crash loop does not spin). SIGTERM/SIGINT pass to every worker
  * (each drains as one process does); the primary exits 0 once all have exited, or kills the rest and exits 1 after
  * a bound.
+ *
+ * The primary's own lines (a worker replaced, the drain, migrations applied) go through the same logger as the
+ * workers' (Logging): JSON lines on stdout in production, annotated `process: "primary"` and its pid.
  */
 import cluster, { type Worker } from "node:cluster"
 import { join } from "node:path"
 import { Console, Duration, Effect, Layer, Option, Redacted } from "effect"
+import * as Logging from "./config/Logging.ts"
 import { ServerConfig } from "./config/ServerConfig.ts"
 import * as Database from "./database/Database.ts"
 import * as Launch from "./Launch.ts"
@@ -40,10 +44,17 @@ const shutdownGraceMs = 10_000 + 20_000
 export const backoffMs = (youngDeaths: number) =>
   youngDeaths === 0 ? 0 : Math.min(maxBackoffMs, firstBackoffMs * 2 ** (youngDeaths - 1))
 
-const log = (message: string) => process.stderr.write(`[kassa primary ${process.pid}] ${message}\n`)
+/** A line of the primary's, from outside its fibers (the supervisor's Node callbacks). */
+type Log = (level: "Info" | "Warn", message: string) => void
 
 /** Forks and supervises `count` workers until SIGTERM/SIGINT; resolves with the primary's exit code. */
-const supervise = (count: number, env: Record<string, string>, metricsPort: Option.Option<number>, drainMs: number) =>
+const supervise = (
+  count: number,
+  env: Record<string, string>,
+  metricsPort: Option.Option<number>,
+  drainMs: number,
+  log: Log
+) =>
   new Promise<number>((resolve) => {
     const byWorker = new Map<Worker, { index: number; startedAt: number }>()
     let youngDeaths = 0
@@ -68,7 +79,10 @@ const supervise = (count: number, env: Record<string, string>, metricsPort: Opti
       if (entry === undefined) return
       youngDeaths = Date.now() - entry.startedAt < healthyLifetimeMs ? youngDeaths + 1 : 0
       const delay = backoffMs(youngDeaths)
-      log(`worker ${worker.process.pid} (index ${entry.index}) exited (${signal ?? code}); replacing in ${delay} ms`)
+      log(
+        "Warn",
+        `worker ${worker.process.pid} (index ${entry.index}) exited (${signal ?? code}); replacing in ${delay} ms`
+      )
       setTimeout(() => {
         if (!stopping) fork(entry.index)
       }, delay).unref()
@@ -76,12 +90,12 @@ const supervise = (count: number, env: Record<string, string>, metricsPort: Opti
     const stop = (signal: NodeJS.Signals) => {
       if (stopping) return
       stopping = true
-      log(`${signal}: draining ${byWorker.size} worker(s)`)
+      log("Info", `${signal}: draining ${byWorker.size} worker(s)`)
       if (byWorker.size === 0) return resolve(0)
       for (const worker of byWorker.keys()) worker.process.kill("SIGTERM")
       // Nothing waits without a bound: workers still running after the grace are killed, and that is a failure.
       setTimeout(() => {
-        log(`workers still running after ${drainMs + shutdownGraceMs} ms: killing them`)
+        log("Warn", `workers still running after ${drainMs + shutdownGraceMs} ms: killing them`)
         for (const worker of byWorker.keys()) worker.process.kill("SIGKILL")
         resolve(1)
       }, drainMs + shutdownGraceMs).unref()
@@ -94,6 +108,8 @@ const supervise = (count: number, env: Record<string, string>, metricsPort: Opti
 /** The primary: checks, migrates once, secrets once, then forks and supervises; exits when the workers have. */
 const primary = Effect.gen(function* () {
   const config = yield* ServerConfig
+  const context = yield* Effect.context<never>()
+  const log: Log = (level, message) => Effect.runForkWith(context)(Effect.logWithLevel(level)(message))
   if (Option.isNone(config.databaseUrl)) {
     return yield* Effect.die(
       new EmbeddedSingleProcess(
@@ -103,7 +119,7 @@ const primary = Effect.gen(function* () {
   }
   if (config.migrate) {
     const { applied } = yield* Launch.migrate
-    if (applied.length > 0) log(`applied migrations ${applied.map(({ name }) => name).join(", ")}`)
+    if (applied.length > 0) log("Info", `applied migrations ${applied.map(({ name }) => name).join(", ")}`)
   } else {
     yield* Database.requireCurrentSchema.pipe(Effect.provide(Database.clientLayer))
   }
@@ -122,11 +138,21 @@ const primary = Effect.gen(function* () {
   // Uninterruptible: the runtime's own SIGTERM handler must not end the primary before its workers have drained.
   const code = yield* Effect.uninterruptible(
     Effect.promise(() =>
-      supervise(config.workers, { KASSA_MIGRATE: "false" }, config.metricsPort, Duration.toMillis(config.drainDelay))
+      supervise(
+        config.workers,
+        { KASSA_MIGRATE: "false" },
+        config.metricsPort,
+        Duration.toMillis(config.drainDelay),
+        log
+      )
     )
   )
   if (code !== 0) return yield* Effect.die(new Error("workers did not stop within the bound"))
-}).pipe(Effect.provide(ServerConfig.layer))
+}).pipe(
+  Effect.annotateLogs({ process: "primary", pid: process.pid }),
+  Effect.provide(Logging.layer),
+  Effect.provide(ServerConfig.layer)
+)
 
 /**
  * What `main.ts` and `kassa serve` run: in a cluster worker, or with one worker, the server as one process

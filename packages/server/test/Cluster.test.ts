@@ -9,6 +9,8 @@
  * - an application's rate limit holds across workers exactly (Redis set): the limit passes, the rest get 429;
  * - a worker killed with SIGKILL is replaced, and the port answers meanwhile;
  * - SIGTERM to the primary drains every worker and the primary exits 0;
+ * - in production every line, the primary's own too (migrations applied, the drain), is a JSON line in the
+ *   workers' shape, the primary's annotated `process: "primary"` (issue 23);
  * - two workers on the embedded database are refused, with a message naming DATABASE_URL;
  * - KASSA_WORKERS reads a number or `auto` (the cores) and refuses 0; the replacement back-off doubles to a cap.
  */
@@ -235,6 +237,54 @@ describe.runIf(databases.includes("postgres"))("KASSA_WORKERS=2 on PostgreSQL", 
     expect(code).toBe(0)
     for (const pid of workers) expect(() => process.kill(pid, 0)).toThrow()
   }, 90_000)
+})
+
+describe.runIf(databases.includes("postgres"))("KASSA_WORKERS=2 in production", () => {
+  const db = scratchDatabase("clusterjson")
+  let primary: Primary | undefined
+
+  afterAll(async () => {
+    if (primary !== undefined && primary.child.exitCode === null) {
+      for (const pid of workerPids(primary)) process.kill(pid, "SIGKILL")
+      primary.child.kill("SIGKILL")
+    }
+    await db.drop()
+  }, 60_000)
+
+  it("the primary's lines are JSON in the workers' shape, as every worker's are", async () => {
+    await db.create()
+    const port = await freePort()
+    const started = startPrimary(
+      db.serverEnv({ KASSA_ENV: "production", KASSA_WORKERS: "2", KASSA_PORT: String(port) })
+    )
+    primary = started
+    await waitFor("two workers listening", () => (started.output().match(/Kassa listening on/g) ?? []).length === 2)
+    started.child.kill("SIGTERM")
+    expect(await Promise.race([started.exited, sleep(60_000).then(() => "still running")])).toBe(0)
+    const lines = started
+      .output()
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+    const parsed = lines.map((line) => {
+      try {
+        return JSON.parse(line) as { message: unknown; level: string; annotations: Record<string, unknown> }
+      } catch {
+        throw new Error(`not a JSON line: ${line}`)
+      }
+    })
+    const own = parsed.filter((line) => line.annotations.process === "primary")
+    expect(own.map(({ message }) => message)).toEqual([
+      expect.stringMatching(/^applied migrations initial, delivery_engine, /),
+      "SIGTERM: draining 2 worker(s)"
+    ])
+    const workerLine = parsed.find(({ message }) => String(message).startsWith("Kassa listening on"))
+    for (const line of own) {
+      expect(line.annotations.pid).toBe(started.child.pid)
+      expect(line.level).toBe("INFO")
+      // Every key of a worker's line, so a log shipper reads both alike.
+      expect(Object.keys(line)).toEqual(expect.arrayContaining(Object.keys(workerLine ?? { missing: true })))
+    }
+  }, 120_000)
 })
 
 /** The workers setting as a start reads it, or the failure's text. */

@@ -1,8 +1,11 @@
 /**
  * Keep-alive and a graceful stop (issue 11 §6): idle connections outlive a load balancer's (65 s), and at shutdown
  * an answer still in flight finishes and carries `Connection: close`, so its client sends nothing more down a
- * connection that is about to close; idle connections are closed cleanly, not reset.
+ * connection that is about to close; idle connections are closed cleanly, not reset. Issue 23: a request that
+ * crosses the stop on an idle keep-alive connection is answered (with `Connection: close`), not reset, and clients
+ * looping on keep-alive connections through the stop see every request answered or refused at connect.
  */
+import { Agent, request as httpRequest } from "node:http"
 import { connect, type Socket } from "node:net"
 import { describe, expect, it } from "vitest"
 import { holdDatabase } from "./support/HeldDatabase.ts"
@@ -104,4 +107,84 @@ describe.each(databases)("keep-alive and shutdown on %s", (database) => {
     expect(await busy.closed).toEqual({ error: undefined })
     await stopping
   })
+
+  it("a request sent on an idle keep-alive connection as the stop begins is answered with Connection: close", async () => {
+    const server = await startServer(database)
+    const connection = await open(server.baseUrl)
+    connection.socket.write(get("/livez"))
+    expect((await connection.next()).headers.get("connection")).toBe("keep-alive")
+    // The connection is idle when the stop begins; the next request is already on its way (same tick).
+    const stopping = server.close()
+    connection.socket.write(get("/livez"))
+    const answer = await connection.next()
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get("connection")).toBe("close")
+    expect(await connection.closed).toEqual({ error: undefined })
+    await stopping
+  })
+
+  it("clients looping on keep-alive connections through the stop: every request answered or refused at connect", async () => {
+    const server = await startServer(database)
+    // Past the rate limit every answer would be 429: these clients are not about it.
+    const { testKey } = await server.createApplication({ rate_limit_per_minute: 1_000_000 })
+    const { hostname, port } = new URL(server.baseUrl)
+    let stopping: Promise<void> | undefined
+    // Half the clients read payments (the database in flight at the stop), half ask /livez (answered at once).
+    const loop = async (_: unknown, index: number) => {
+      const path = index % 2 === 0 ? "/api/v1/payments?limit=1" : "/livez"
+      // One connection per client, kept alive and reused, as a load balancer or an SDK keeps them.
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+      const outcomes = { answered: 0, closing: 0, refused: 0, failed: [] as Array<string> }
+      try {
+        for (;;) {
+          const outcome = await new Promise<{ status?: number; connection?: string; error?: string }>((resolve) => {
+            const request = httpRequest(
+              {
+                host: hostname,
+                port: Number(port),
+                path,
+                agent,
+                headers: { authorization: `Bearer ${testKey}` }
+              },
+              (response) => {
+                response.resume()
+                response.on("end", () =>
+                  resolve({ status: response.statusCode ?? 0, connection: String(response.headers.connection) })
+                )
+              }
+            )
+            request.on("error", (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }))
+            request.end()
+          })
+          if (outcome.error === "ECONNREFUSED") {
+            outcomes.refused++
+            if (stopping !== undefined) return outcomes
+            continue
+          }
+          if (outcome.error !== undefined || outcome.status !== 200) {
+            outcomes.failed.push(outcome.error ?? `status ${outcome.status}`)
+            if (stopping !== undefined) return outcomes
+            continue
+          }
+          outcomes.answered++
+          if (outcome.connection === "close") outcomes.closing++
+        }
+      } finally {
+        agent.destroy()
+      }
+    }
+    const clients = Array.from({ length: 8 }, loop)
+    // Let every client make requests on its kept connection, then stop the server under them.
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    stopping = server.close()
+    const results = await Promise.all(clients)
+    await stopping
+    expect(results.flatMap(({ failed }) => failed)).toEqual([])
+    for (const result of results) {
+      expect(result.answered).toBeGreaterThan(1)
+      // Its last answer said the connection closes; the next connect was refused (the listener closed).
+      expect(result.closing).toBe(1)
+      expect(result.refused).toBe(1)
+    }
+  }, 60_000)
 })

@@ -2,6 +2,7 @@
  * The server's settings (decisions §9), read once at start through effect's Config. A bad value stops the
  * start with a message naming the setting; nothing starts half-configured.
  */
+import { readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SourceError } from "effect/ConfigProvider"
@@ -65,9 +66,45 @@ export interface ServerSettings {
   readonly deliveryConcurrencyPerUrl: number
   /** Server processes on the one port (`KASSA_WORKERS`, a number or `auto` = cores; default 1): see Cluster. */
   readonly workers: number
+  /**
+   * Client connections one process keeps open (Node's `server.maxConnections`); more are closed at once. `auto`: half
+   * the process's open-file limit, at most 8,192 ({@link autoMaxConnections}).
+   */
+  readonly maxConnections: number
+  /** Client connections one peer address keeps open (a trusted proxy's are bounded by `maxConnections` only). */
+  readonly maxConnectionsPerAddress: number
 }
 
 const trimSlash = (url: string) => url.replace(/\/+$/, "")
+
+/** This process's open-file limit (the soft limit, which Node raises to the hard one at start); none off Linux. */
+export const openFileLimit = (): Option.Option<number> => {
+  try {
+    const line = readFileSync("/proc/self/limits", "utf8")
+      .split("\n")
+      .find((entry) => entry.startsWith("Max open files"))
+    const soft = line?.slice("Max open files".length).trim().split(/\s+/)[0]
+    if (soft === "unlimited") return Option.some(Number.MAX_SAFE_INTEGER)
+    const limit = Number(soft)
+    return Number.isInteger(limit) && limit > 0 ? Option.some(limit) : Option.none()
+  } catch {
+    return Option.none()
+  }
+}
+
+/**
+ * `KASSA_MAX_CONNECTIONS=auto`: half the open-file limit, so that the other half is left for what the process opens
+ * itself (its database pool, webhook and provider calls, Redis, the metrics and log exporters, files) and a flood
+ * of idle connections can never take the descriptors those need; at most 8,192 — about 75 MB of idle sockets (~9 KB
+ * each, issue 23) beside a heap of 256 MB (`npm start`), and far more than one process keeps busy (a core answers
+ * ~2,000 requests a second; a load balancer in front holds tens) — and at least 64. Where the limit cannot be read
+ * (not Linux), 4,096.
+ */
+export const autoMaxConnections = (limit: Option.Option<number>) =>
+  Option.match(limit, {
+    onNone: () => 4096,
+    onSome: (files) => Math.max(64, Math.min(8192, Math.floor(files / 2)))
+  })
 
 /**
  * A retention window: "off" (keep forever) or a duration of at least a day ("90 days", "12 weeks", "2 years", a
@@ -161,7 +198,12 @@ export const settings: Config.Config<ServerSettings> = Config.all({
   workers: Config.String("KASSA_WORKERS").pipe(
     Config.withDefault("1"),
     Config.map((value) => (value.trim() === "auto" ? availableParallelism() : Number(value.trim())))
-  )
+  ),
+  maxConnections: Config.String("KASSA_MAX_CONNECTIONS").pipe(
+    Config.withDefault("auto"),
+    Config.map((value) => (value.trim() === "auto" ? autoMaxConnections(openFileLimit()) : Number(value.trim())))
+  ),
+  maxConnectionsPerAddress: Config.Int("KASSA_MAX_CONNECTIONS_PER_ADDRESS").pipe(Config.withDefault(256))
 }).pipe(
   Config.map(
     ({ baseUrl, ...rest }): ServerSettings => ({
@@ -256,7 +298,9 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
     ["KASSA_DATABASE_POOL_SIZE", loaded.databasePoolSize, 4, 1000],
     ["KASSA_DELIVERY_CONCURRENCY", loaded.deliveryConcurrency, 1, 10_000],
     ["KASSA_DELIVERY_CONCURRENCY_PER_URL", loaded.deliveryConcurrencyPerUrl, 1, 10_000],
-    ["KASSA_WORKERS", loaded.workers, 1, 256]
+    ["KASSA_WORKERS", loaded.workers, 1, 256],
+    ["KASSA_MAX_CONNECTIONS", loaded.maxConnections, 1, 1_000_000],
+    ["KASSA_MAX_CONNECTIONS_PER_ADDRESS", loaded.maxConnectionsPerAddress, 1, 1_000_000]
   ] as const) {
     if (!(Number.isInteger(value) && value >= minimum && value <= maximum)) {
       found.push(`${name} must be a whole number from ${minimum} to ${maximum} (got ${value})`)
@@ -336,6 +380,8 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       deliveryConcurrency: 256,
       deliveryConcurrencyPerUrl: 16,
       workers: 1,
+      maxConnections: 8192,
+      maxConnectionsPerAddress: 256,
       ...overrides
     })
 }

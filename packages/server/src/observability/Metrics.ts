@@ -21,6 +21,32 @@ export const httpRequestDuration = Metric.histogram("kassa_http_request_duration
   boundaries: httpBoundaries
 })
 
+export const connectionsRefused = Metric.counter("kassa_http_connections_refused_total", {
+  description:
+    "Client connections closed as they arrived, by reason (max_connections, max_connections_per_address) or failed accepts (accept_error: EMFILE, ENFILE)",
+  incremental: true
+})
+
+/** Why a connection was refused: the process's cap, one address's cap, or the accept itself failed (out of files). */
+export type ConnectionRefusal = "max_connections" | "max_connections_per_address" | "accept_error"
+
+// Built once per reason: a flood calls this per connection.
+const refusalSeries = new Map<ConnectionRefusal, Metric.Counter<number>>()
+
+/** Counts one refused connection (or failed accept), in the registry of `context`, from outside any fiber. */
+export const recordConnectionRefusedUnsafe = (context: Context.Context<never>, reason: ConnectionRefusal) => {
+  let series = refusalSeries.get(reason)
+  if (series === undefined) {
+    series = Metric.counter(connectionsRefused.id, {
+      description: connectionsRefused.description,
+      incremental: true,
+      attributes: { reason }
+    })
+    refusalSeries.set(reason, series)
+  }
+  series.updateUnsafe(1, context)
+}
+
 export const paymentsCreated = Metric.counter("kassa_payments_created_total", {
   description: "Payments created, by mode and outcome (accepted: pending; refused: stored failed)",
   incremental: true

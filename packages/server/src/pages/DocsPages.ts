@@ -1,12 +1,9 @@
 /**
- * `/docs` (the API reference with SDK and curl snippets, Scalar bundled in effect so it works offline) and `/docs/refunds`, the page
- * that `refunds_processed_manually` errors point to as `docs_url`.
+ * The documentation pages' templates: `/docs/refunds`, the page that `refunds_processed_manually` errors point to as
+ * `docs_url`, and the Content-Security-Policy of `/docs` (the API reference, Scalar bundled in effect so it works
+ * offline). Their routes, caching and compression are http/DocsRoutes.
  */
 import { createHash } from "node:crypto"
-import { MerchantApi } from "@kassa/core"
-import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiScalar, OpenApi } from "effect/http-api"
 import { html } from "./Html.ts"
 import { page, respond } from "./Layout.ts"
 
@@ -42,11 +39,8 @@ reserves its amount. When the payment provider confirms it, the payment becomes 
 </div>`
 })
 
-const RefundsRoute = HttpRouter.add(
-  "GET",
-  "/docs/refunds",
-  Effect.sync(() => respond(refundsPage))
-)
+/** The `/docs/refunds` answer, with the security headers every page has. */
+export const refunds = () => respond(refundsPage)
 
 /**
  * The reference page's Content-Security-Policy: its two inline scripts (Scalar, bundled, and the call that renders
@@ -72,40 +66,3 @@ export const referencePolicy = (html: string) => {
     "base-uri 'none'"
   ].join("; ")
 }
-
-/** Adds the reference page's headers; its HTML is built once, so the policy is computed once. */
-const ReferenceHeaders = HttpRouter.middleware((httpEffect) => {
-  let policy: { readonly body: Uint8Array; readonly value: string } | undefined
-  return Effect.map(httpEffect, (response) => {
-    const body = response.body
-    if (body._tag !== "Uint8Array") return response
-    if (policy?.body !== body.body) {
-      policy = { body: body.body, value: referencePolicy(new TextDecoder().decode(body.body)) }
-    }
-    return HttpServerResponse.setHeaders(response, {
-      "content-security-policy": policy.value,
-      "x-frame-options": "DENY",
-      "x-content-type-options": "nosniff",
-      "referrer-policy": "same-origin"
-    })
-  })
-}).layer
-
-/**
- * The API reference, from the same contract as `/openapi.json`, with its SDK and curl snippets (the contract's
- * `x-codeSamples`); Scalar's script is bundled, fonts are local. Its server is this one (`KASSA_BASE_URL`), so
- * "try it" and the snippets' address need no editing.
- */
-const referenceRoute = (baseUrl: string) =>
-  HttpApiScalar.layer(
-    MerchantApi.MerchantApi.annotate(OpenApi.Servers, [{ url: baseUrl, description: "This Kassa server" }]),
-    { path: "/docs", scalar: { withDefaultFonts: false } }
-  ).pipe(Layer.provide(ReferenceHeaders))
-
-/** The docs routes for a server at `baseUrl` (the entry passes `KASSA_BASE_URL`: templates read no settings). */
-export const layerWith = (baseUrl: string) => Layer.mergeAll(RefundsRoute, referenceRoute(baseUrl))
-
-export const routes = [
-  { method: "GET", path: "/docs" },
-  { method: "GET", path: "/docs/refunds" }
-] as const

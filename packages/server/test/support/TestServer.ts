@@ -8,7 +8,7 @@ import { connect, createServer } from "node:net"
 import { PgClient } from "@effect/sql-pg"
 import { Application } from "@kassa/core"
 import type { Context, Duration } from "effect"
-import { Effect, Exit, Layer, type LogLevel, Option, Redacted, References, Scope } from "effect"
+import { Effect, Exit, Layer, Logger, type LogLevel, Option, Redacted, References, Scope } from "effect"
 import type { HttpServer } from "effect/http"
 import { ApiKeyRepository } from "../../src/applications/ApiKeyRepository.ts"
 import {
@@ -126,6 +126,8 @@ export const startServer = async (
   overrides: Partial<ServerSettings> = {},
   options: {
     readonly logLevel?: LogLevel.LogLevel
+    /** Where the server's log lines go (effect's default logger unless set), for tests about what gets logged. */
+    readonly logger?: Logger.Logger<unknown, unknown>
     /** The delivery engine's polling backstop (1 s in production). */
     readonly pollInterval?: Duration.Duration
     /** The test-mode simulator (the production one unless a test records what it is asked). */
@@ -167,6 +169,7 @@ export const startServer = async (
   // Request lines of every test server would drown the test output: warnings and errors only, unless a test
   // is about what gets logged.
   const quiet = Layer.succeed(References.MinimumLogLevel, options.logLevel ?? "Warn")
+  const logger = options.logger === undefined ? Layer.empty : Logger.layer([options.logger])
   const poll = options.pollInterval === undefined ? Layer.empty : Layer.succeed(PollInterval, options.pollInterval)
   const cost =
     options.passwordCost === undefined ? Layer.empty : Layer.succeed(PasswordHash.HashCost, options.passwordCost)
@@ -181,7 +184,7 @@ export const startServer = async (
     Layer.buildWithScope(
       KassaServer.layerWith({ simulator: options.simulator ?? Simulator.layer }).pipe(
         Layer.provide(config),
-        Layer.provide(Layer.mergeAll(quiet, poll, cost, stripeBound, image))
+        Layer.provide(Layer.mergeAll(quiet, logger, poll, cost, stripeBound, image))
       ),
       scope
     )
