@@ -20,13 +20,23 @@ describe("dashboard roles (issue #6)", () => {
       "manage_keys",
       "manage_webhooks",
       "resend_deliveries",
-      "request_refunds"
+      "request_refunds",
+      "manage_test_payments"
     ] as const)
       assert.isTrue(can(developer, permission), permission)
     assert.isFalse(can(developer, "manage_members"))
   })
   it("a viewer only reads", () => {
     assert.deepStrictEqual(DashboardAccess.permissionsOf("viewer"), ["view"])
+  })
+  it("test payments are simulated, cancelled and refunded by owners, developers and operator admins, not viewers", () => {
+    const may = (role: DashboardAccess.Role | null, operatorAdmin = false) =>
+      can({ operatorAdmin, role }, "manage_test_payments")
+    assert.isTrue(may("owner"))
+    assert.isTrue(may("developer"))
+    assert.isFalse(may("viewer"))
+    assert.isFalse(may(null))
+    assert.isTrue(may(null, true))
   })
   it("someone who is not a member may do nothing", () => {
     fc.assert(

@@ -98,7 +98,7 @@ describe.each(databases)("an application's members page on %s", (database) => {
     ] as const)
       expect(page.html).toMatch(new RegExp(`<td>${user.email}[^<]*(<span[^>]*>\\(you\\)</span>)?</td><td>${role}</td>`))
     expect(page.html).toContain(
-      "view, manage keys, manage webhooks, resend deliveries, request refunds, manage members"
+      "view, manage keys, manage webhooks, resend deliveries, request refunds, manage test payments, manage members"
     )
     // The owner's page has the forms, every field labelled.
     const owners = await own.client.get(own.members)

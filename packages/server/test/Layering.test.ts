@@ -26,6 +26,7 @@ const layers: ReadonlyArray<readonly [layer: string, folders: ReadonlyArray<stri
   ["merchant operations", ["payments"]],
   ["live-mode use cases", ["live"]],
   ["payment ledger", ["ledger"]],
+  ["daily statistics", ["stats"]],
   ["webhook delivery", ["webhooks"]],
   ["retention", ["retention"]],
   ["users", ["users"]],

@@ -1,7 +1,7 @@
 /**
  * Who may do what in the dashboards (issue #6): operator admins (service staff) act on every application; within one
- * application a member is an owner (everything), a developer (keys, webhooks, deliveries, payments) or a viewer
- * (read only). Pages and handlers ask {@link can}; nothing else decides.
+ * application a member is an owner (everything), a developer (keys, webhooks, deliveries, payments — live refund
+ * requests, and simulating, cancelling and refunding test payments: issue 22 §3) or a viewer (read only). Pages and handlers ask {@link can}; nothing else decides.
  */
 import { Schema } from "effect"
 
@@ -15,6 +15,7 @@ export const Permission = Schema.Literals([
   "manage_webhooks",
   "resend_deliveries",
   "request_refunds",
+  "manage_test_payments",
   "manage_members"
 ])
 export type Permission = typeof Permission.Type
@@ -28,7 +29,14 @@ export interface Access {
 
 const grants: Record<Role, ReadonlySet<Permission>> = {
   owner: new Set(Permission.literals),
-  developer: new Set(["view", "manage_keys", "manage_webhooks", "resend_deliveries", "request_refunds"]),
+  developer: new Set([
+    "view",
+    "manage_keys",
+    "manage_webhooks",
+    "resend_deliveries",
+    "request_refunds",
+    "manage_test_payments"
+  ]),
   viewer: new Set(["view"])
 }
 

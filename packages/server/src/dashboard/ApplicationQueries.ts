@@ -64,14 +64,8 @@ export interface Overview {
 /** A row of the payments list. */
 export type PaymentRow = PaymentSummary
 
-export interface PaymentFilter {
-  readonly mode?: Mode.Mode | undefined
-  readonly status?: Payment.PaymentStatus | undefined
-  readonly orderReference?: string | undefined
-  /** The next page: payments older than this one. */
-  readonly startingAfter?: Ids.PaymentId | undefined
-  readonly limit: number
-}
+/** The payment search's filters (PaymentSearch), the application fixed. */
+export type PaymentFilter = Omit<PaymentSearch.PaymentSearchQuery, "applicationId">
 
 export type PaymentRows = PaymentSearch.PaymentPage
 

@@ -9,10 +9,13 @@
  * | `/dashboard` | Home | HomePage |
  * | `/dashboard/account` | Account | AccountPage |
  * | `/dashboard/assets/…` | Assets | assets/ |
+ * | `/dashboard/operator` | operator/Overview | OperatorOverview (charts: OverviewCharts, Charts) |
  * | `/dashboard/operator/applications…` | operator/Applications, operator/ProviderAccount | OperatorApplicationViews, OperatorProviderAccount |
- * | `/dashboard/operator/{deliveries,payments,users,audit}` | operator/Deliveries, Payments, Users, Audit | OperatorViews |
+ * | `/dashboard/operator/{deliveries,users,audit}` | operator/Deliveries, Users, Audit | OperatorViews |
+ * | `/dashboard/operator/payments[.csv]` | operator/OperatorPayments, PaymentsCsv | OperatorPaymentList, PaymentFilterFields |
  * | `/dashboard/operator/provider` | operator/Provider | OperatorProvider |
- * | `/dashboard/apps/:id/…` | apps/Overview, Keys, Webhooks, Deliveries, Payments, Members | Application{Overview,Keys,…} |
+ * | `/dashboard/apps/:id/payments[.csv]` | apps/PaymentList, PaymentsCsv | ApplicationPaymentList, PaymentFilterFields |
+ * | `/dashboard/apps/:id/…` | apps/Overview, Keys, Webhooks, Deliveries, ApplicationPayments, Members | Application{Overview,Keys,…} |
  */
 import { Context, Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
@@ -33,6 +36,7 @@ import * as Applications from "./operator/Applications.ts"
 import * as Audit from "./operator/Audit.ts"
 import * as OperatorDeliveries from "./operator/Deliveries.ts"
 import * as OperatorPayments from "./operator/OperatorPayments.ts"
+import * as OperatorOverview from "./operator/Overview.ts"
 import * as Provider from "./operator/Provider.ts"
 import * as ProviderAccount from "./operator/ProviderAccount.ts"
 import * as Users from "./operator/Users.ts"
@@ -40,6 +44,7 @@ import * as SignIn from "./SignIn.ts"
 
 /** The operator's pages, for operator admins only. */
 export const operatorRoutes = [
+  ...OperatorOverview.routes,
   ...Applications.routes,
   ...ProviderAccount.routes,
   ...OperatorDeliveries.routes,

@@ -23,6 +23,10 @@ import providerNeutralColumns from "./migrations/0011_provider_neutral_columns.t
 import mollieLinks from "./migrations/0012_mollie_links.ts"
 import discrepancyResolution from "./migrations/0013_discrepancy_resolution.ts"
 import eventsApi from "./migrations/0014_events_api.ts"
+import dailyStats from "./migrations/0015_daily_stats.ts"
+import paymentSearch from "./migrations/0016_payment_search.ts"
+import settlementSource from "./migrations/0017_settlement_source.ts"
+import checkoutBranding from "./migrations/0018_checkout_branding.ts"
 import * as ObservedPgClient from "./ObservedPgClient.ts"
 
 /** Migrations in code, so a built server carries them (no files to find at run time). */
@@ -40,7 +44,11 @@ export const migrations = PgMigrator.fromRecord({
   "0011_provider_neutral_columns": providerNeutralColumns,
   "0012_mollie_links": mollieLinks,
   "0013_discrepancy_resolution": discrepancyResolution,
-  "0014_events_api": eventsApi
+  "0014_events_api": eventsApi,
+  "0015_daily_stats": dailyStats,
+  "0016_payment_search": paymentSearch,
+  "0017_settlement_source": settlementSource,
+  "0018_checkout_branding": checkoutBranding
 })
 
 const clientOptions = {

@@ -114,7 +114,8 @@ export const layer = Layer.unwrap(
           if (reading.success._tag === "NoAnswer") return "NoAnswer" as const
           const applied = yield* answers.applyCheckoutAnswer({
             paymentId: checkout.paymentId,
-            reading: reading.success
+            reading: reading.success,
+            via: "provider_event"
           })
           const providerPaymentId = reading.success.providerPaymentId
           if (!withRefunds || providerPaymentId === null)

@@ -7,7 +7,7 @@
  * transaction (`PaymentBusy`) and rule 5's unique index (`OrderReferenceTaken`, the backstop when creates race).
  */
 import { PgClient } from "@effect/sql-pg"
-import { ApiError, type Ids, type Mode, type Payment } from "@kassa/core"
+import { ApiError, type Ids, type Mode, type Payment, type SettlementSource } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
@@ -35,11 +35,20 @@ export interface Scope {
   readonly mode: Mode.Mode
 }
 
-/** Where a new refund came from. */
-export interface RefundOrigin {
+/** Where a change came from. */
+export interface ChangeOrigin {
+  /** A new refund's API request's Idempotency-Key. */
   readonly idempotencyKey?: string | null | undefined
-  /** The dashboard user who requested a live refund. */
+  /** The dashboard user who requested a new refund. */
   readonly requestedBy?: string | null | undefined
+  /** What moved the payment out of `pending`, when this change does (`payments.settled_via`). */
+  readonly settledVia?: SettlementSource.SettlementSource | undefined
+}
+
+/** A new payment's application and Idempotency-Key; created settled (refused), what settled it. */
+type NewOwner = Pick<ChangeOrigin, "settledVia"> & {
+  readonly applicationId: Ids.ApplicationId
+  readonly idempotencyKey: string | null
 }
 
 /** An insert lost the race for its order reference to a payment committed meanwhile. */
@@ -86,10 +95,13 @@ export class PaymentRepository extends Context.Service<
     readonly hasCheckout: (id: Ids.PaymentId) => Effect.Effect<boolean>
     /** Payments by id, in the given order (missing ones left out). */
     readonly findMany: (ids: ReadonlyArray<Ids.PaymentId>) => Effect.Effect<ReadonlyArray<StoredPayment>>
-    /** Inserts a new payment (no refunds yet); `OrderReferenceTaken` when rule 5's unique index refuses it. */
+    /**
+     * Inserts a new payment (no refunds yet); `OrderReferenceTaken` when rule 5's unique index refuses it. A payment
+     * created settled (`failed`: refused) says why in `settledVia`.
+     */
     readonly insert: (
       payment: Payment.Payment,
-      owner: { readonly applicationId: Ids.ApplicationId; readonly idempotencyKey: string | null },
+      owner: NewOwner,
       now: DateTime.Utc
     ) => Effect.Effect<void, OrderReferenceTaken>
     /**
@@ -105,14 +117,15 @@ export class PaymentRepository extends Context.Service<
       opening: { readonly linkId: string; readonly idempotencyKey: string }
     ) => Effect.Effect<"inserted" | "taken" | "unlinked">
     /**
-     * Writes what changed from `before` to `after`: the payment's columns, new refunds (with where they came from:
-     * the API request's Idempotency-Key, the dashboard user who asked), changed refunds.
+     * Writes what changed from `before` to `after`: the payment's columns (with what moved it out of `pending`, in
+     * the same statement, when this change does), new refunds (with where they came from: the API request's
+     * Idempotency-Key, the dashboard user who asked), changed refunds.
      */
     readonly save: (
       before: Payment.Payment,
       after: Payment.Payment,
       now: DateTime.Utc,
-      origin?: RefundOrigin
+      origin?: ChangeOrigin
     ) => Effect.Effect<void>
     /** The payment that holds `orderReference` under rule 5, if any. */
     readonly findBlocking: (scope: Scope, orderReference: string) => Effect.Effect<Option.Option<Ids.PaymentId>>
@@ -150,11 +163,13 @@ export class PaymentRepository extends Context.Service<
     ) => Effect.Effect<ReadonlyArray<StoredPayment>>
     /**
      * Writes the new status of payments whose only change is their status (a batch expiry), one statement per
-     * status; only rows still `pending` are changed. Returns the ids changed.
+     * status; only rows still `pending` are changed, recording `settledVia` (what expired them). Returns the ids
+     * changed.
      */
     readonly saveStatuses: (
       payments: ReadonlyArray<Payment.Payment>,
-      now: DateTime.Utc
+      now: DateTime.Utc,
+      settledVia?: SettlementSource.SettlementSource
     ) => Effect.Effect<ReadonlyArray<Ids.PaymentId>>
   }
 >()("@kassa/server/ledger/PaymentRepository") {
@@ -256,24 +271,20 @@ export class PaymentRepository extends Context.Service<
               Effect.orDie
             )
 
-      const insert = (
-        payment: Payment.Payment,
-        owner: { readonly applicationId: Ids.ApplicationId; readonly idempotencyKey: string | null },
-        now: DateTime.Utc
-      ) =>
+      const insert = (payment: Payment.Payment, owner: NewOwner, now: DateTime.Utc) =>
         // The arbiter is rule 5's partial unique index: a payment holding the reference (committed, or committing
         // meanwhile: PostgreSQL waits for it) means nothing is inserted, and the transaction stays usable.
         sql`
           INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
             order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
-            created_at, updated_at, idempotency_key)
+            created_at, updated_at, idempotency_key, settled_via)
           VALUES (${payment.id}, ${owner.applicationId}, ${payment.mode}, ${payment.status}, ${payment.amount},
             ${payment.refunded_amount}, ${payment.currency}, ${payment.method}, ${payment.order_reference},
             ${payment.description}, ${pg.json(payment.customer)},
             ${payment.payer === null ? null : pg.json(payment.payer)}, ${payment.locale}, ${payment.return_url},
             ${pg.json(payment.metadata)}, ${toDate(payment.expires_at)},
             ${payment.paid_at === null ? null : toDate(payment.paid_at)}, ${toDate(payment.created_at)},
-            ${toDate(now)}, ${owner.idempotencyKey})
+            ${toDate(now)}, ${owner.idempotencyKey}, ${owner.settledVia ?? null})
           ON CONFLICT (application_id, mode, order_reference)
             WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
             DO NOTHING
@@ -325,7 +336,7 @@ export class PaymentRepository extends Context.Service<
           Effect.map(([row]) => (row.inserted ? "inserted" : row.linked ? "taken" : "unlinked"))
         )
 
-      const insertRefund = (paymentId: Ids.PaymentId, refund: Payment.Refund, origin: RefundOrigin) => sql`
+      const insertRefund = (paymentId: Ids.PaymentId, refund: Payment.Refund, origin: ChangeOrigin) => sql`
         INSERT INTO refunds (id, payment_id, amount, status, reason, created_at, confirmed_at, idempotency_key,
           requested_by)
         VALUES (${refund.id}, ${paymentId}, ${refund.amount}, ${refund.status}, ${refund.reason},
@@ -333,13 +344,17 @@ export class PaymentRepository extends Context.Service<
           ${origin.idempotencyKey ?? null}, ${origin.requestedBy ?? null})
       `
 
-      const save = (before: Payment.Payment, after: Payment.Payment, now: DateTime.Utc, origin: RefundOrigin = {}) =>
+      const save = (before: Payment.Payment, after: Payment.Payment, now: DateTime.Utc, origin: ChangeOrigin = {}) =>
         Effect.gen(function* () {
+          // Only the change out of `pending` says how the payment was settled (a payment never returns to it).
+          const settled = before.status === "pending" && after.status !== "pending"
           yield* sql`
             UPDATE payments
             SET status = ${after.status}, refunded_amount = ${after.refunded_amount}, method = ${after.method},
                 payer = ${after.payer === null ? null : pg.json(after.payer)},
-                paid_at = ${after.paid_at === null ? null : toDate(after.paid_at)}, updated_at = ${toDate(now)}
+                paid_at = ${after.paid_at === null ? null : toDate(after.paid_at)}, updated_at = ${toDate(now)}${
+                  settled ? sql`, settled_via = ${origin.settledVia ?? null}` : sql``
+                }
             WHERE id = ${after.id}
           `
           const previous = new Map(before.refunds.map((refund) => [refund.id as string, refund]))
@@ -439,7 +454,11 @@ export class PaymentRepository extends Context.Service<
               FOR UPDATE
             `).pipe(Effect.orDie)
 
-      const saveStatuses = (payments: ReadonlyArray<Payment.Payment>, now: DateTime.Utc) =>
+      const saveStatuses = (
+        payments: ReadonlyArray<Payment.Payment>,
+        now: DateTime.Utc,
+        settledVia?: SettlementSource.SettlementSource
+      ) =>
         Effect.gen(function* () {
           const byStatus = new Map<Payment.PaymentStatus, Array<Ids.PaymentId>>()
           for (const payment of payments)
@@ -447,7 +466,7 @@ export class PaymentRepository extends Context.Service<
           const changed: Array<Ids.PaymentId> = []
           for (const [status, ids] of byStatus) {
             const rows = yield* sql`
-              UPDATE payments SET status = ${status}, updated_at = ${toDate(now)}
+              UPDATE payments SET status = ${status}, updated_at = ${toDate(now)}, settled_via = ${settledVia ?? null}
               WHERE ${sql.in("id", ids)} AND status = 'pending'
               RETURNING id
             `.pipe(Effect.flatMap(decodeIds))

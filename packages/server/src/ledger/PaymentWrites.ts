@@ -11,13 +11,22 @@
  *   payment with a checkout at its provider is never expired here: its provider decides (decisions §10).
  * - A business refusal after a lazy expiry still commits the expiry: `mutate` returns the refusal as a `Result`
  *   inside the transaction and raises it only after the commit.
+ * - How a payment was settled (`ChangeOrigin.settledVia`, issue 22 §3) is written by the status change's own
+ *   UPDATE: callers name their source; the expiries here name theirs (`expiry_lazy`, `expiry_sweeper`).
  */
-import { ApiError, CreatePayment, type Ids, type Payment, PaymentStateMachine } from "@kassa/core"
+import {
+  ApiError,
+  CreatePayment,
+  type Ids,
+  type Payment,
+  PaymentStateMachine,
+  type SettlementSource
+} from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Metrics from "../observability/Metrics.ts"
 import { EventOutbox } from "./EventOutbox.ts"
-import { PaymentRepository, type RefundOrigin, type Scope, type StoredPayment } from "./PaymentRepository.ts"
+import { type ChangeOrigin, PaymentRepository, type Scope, type StoredPayment } from "./PaymentRepository.ts"
 
 /** The contract's 404 for a payment the caller cannot see. */
 export const notFound = () => new ApiError.NotFound({ message: "No payment with this id." })
@@ -35,7 +44,7 @@ export class PaymentWrites extends Context.Service<
       stored: StoredPayment,
       transition: PaymentStateMachine.Transition,
       now: DateTime.Utc,
-      origin?: RefundOrigin
+      origin?: ChangeOrigin
     ) => Effect.Effect<StoredPayment>
     /** Lazy expiry of a locked payment (see the module comment). */
     readonly observe: (stored: StoredPayment, now: DateTime.Utc) => Effect.Effect<StoredPayment>
@@ -53,7 +62,7 @@ export class PaymentWrites extends Context.Service<
       id: Ids.PaymentId,
       scope: Scope | undefined,
       change: (payment: Payment.Payment, now: DateTime.Utc) => Result.Result<PaymentStateMachine.Transition, E>,
-      origin?: RefundOrigin
+      origin?: ChangeOrigin
     ) => Effect.Effect<Payment.Payment, E | ApiError.NotFound | ApiError.PaymentBusy>
     /**
      * A create whose insert rule 5's unique index refused after its check passed (a concurrent create committed the
@@ -94,7 +103,7 @@ export class PaymentWrites extends Context.Service<
         stored: StoredPayment,
         transition: PaymentStateMachine.Transition,
         now: DateTime.Utc,
-        origin: RefundOrigin = {}
+        origin: ChangeOrigin = {}
       ) =>
         Effect.gen(function* () {
           yield* repo.save(stored.payment, transition.payment, now, origin)
@@ -110,7 +119,7 @@ export class PaymentWrites extends Context.Service<
         // Counted inside the transaction that expires it: only a failed commit (a database error) would overcount.
         return transition.events.length === 0
           ? Effect.succeed(stored)
-          : apply(stored, transition, now).pipe(
+          : apply(stored, transition, now, { settledVia: "expiry_lazy" }).pipe(
               Effect.tap(() => Metrics.recordPaymentSettled(transition.payment.mode, transition.payment.status))
             )
       }
@@ -150,7 +159,7 @@ export class PaymentWrites extends Context.Service<
         id: Ids.PaymentId,
         scope: Scope | undefined,
         change: (payment: Payment.Payment, now: DateTime.Utc) => Result.Result<PaymentStateMachine.Transition, E>,
-        origin: RefundOrigin = {}
+        origin: ChangeOrigin = {}
       ) =>
         sql
           .withTransaction(
@@ -183,7 +192,11 @@ export class PaymentWrites extends Context.Service<
        * statuses, two INSERTs their events and deliveries — the same rows the per-payment path writes. The events
        * carry the payment as fetch returns it afterwards: only the status differs from the row just locked.
        */
-      const expireLocked = (locked: ReadonlyArray<StoredPayment>, now: DateTime.Utc) =>
+      const expireLocked = (
+        locked: ReadonlyArray<StoredPayment>,
+        now: DateTime.Utc,
+        settledVia: SettlementSource.SettlementSource
+      ) =>
         Effect.gen(function* () {
           const transitions = PaymentStateMachine.expireDue(
             locked.map((stored) => stored.payment),
@@ -193,7 +206,8 @@ export class PaymentWrites extends Context.Service<
           const changed = new Set<string>(
             yield* repo.saveStatuses(
               transitions.map((transition) => transition.payment),
-              now
+              now,
+              settledVia
             )
           )
           const owners = new Map(locked.map((stored) => [stored.payment.id as string, stored.applicationId]))
@@ -224,7 +238,7 @@ export class PaymentWrites extends Context.Service<
             const { count, expired } = yield* sql.withTransaction(
               Effect.gen(function* () {
                 const locked = yield* repo.lockDue({ now, limit })
-                return { count: locked.length, expired: yield* expireLocked(locked, now) }
+                return { count: locked.length, expired: yield* expireLocked(locked, now, "expiry_sweeper") }
               })
             )
             yield* countExpired(expired)
@@ -241,7 +255,7 @@ export class PaymentWrites extends Context.Service<
           const now = yield* DateTime.now
           const expired = yield* sql.withTransaction(
             Effect.gen(function* () {
-              return yield* expireLocked(yield* repo.lockDueAmong(ids, now), now)
+              return yield* expireLocked(yield* repo.lockDueAmong(ids, now), now, "expiry_lazy")
             })
           )
           yield* countExpired(expired)

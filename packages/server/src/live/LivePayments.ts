@@ -215,7 +215,8 @@ export class LivePayments extends Context.Service<
                 return false
               }
               const failed = PaymentStateMachine.settle(locked.value.payment, "failed", { now: after })
-              if (Result.isSuccess(failed)) yield* writes.apply(locked.value, failed.success, after)
+              if (Result.isSuccess(failed))
+                yield* writes.apply(locked.value, failed.success, after, { settledVia: "provider_refused" })
               // The provider may have made a checkout it could not tell us about: the exact request is kept so that the
               // reconciler can send it again under the same Idempotency-Key and expire what it gets (decisions §10).
               yield* checkouts.notOpened(
@@ -369,7 +370,10 @@ export class LivePayments extends Context.Service<
                 visit: checkout.value.visit,
                 closing: "cancel"
               })
-              const after = yield* answers.applySettlement(locked.value, decision.settlement, now)
+              // Only the API cancels a live payment (the dashboard cancels test payments alone).
+              const after = yield* answers.applySettlement(locked.value, decision.settlement, now, {
+                settledVia: "api_cancel"
+              })
               if (reading !== null) {
                 yield* checkouts.recordRead(
                   id,

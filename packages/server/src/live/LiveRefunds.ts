@@ -380,7 +380,9 @@ export class LiveRefunds extends Context.Service<
               const settlement = ProviderSettlement.apply(stored.payment, reading, { now, visit: null })
               // Not recordable (beyond what is refundable, or a payment never paid): the discrepancy names the
               // provider's refund, as there is no refund row to point at.
-              const after = yield* answers.applySettlement(stored, settlement, now, reading.refund.provider_refund_id)
+              const after = yield* answers.applySettlement(stored, settlement, now, {
+                detail: reading.refund.provider_refund_id
+              })
               const recorded = settlement.payment.refunds.find((refund) => refund.id === reading.refund.refund_id)
               if (recorded !== undefined) {
                 const next =

@@ -6,7 +6,7 @@
  * {@link ProviderAnswers.applySettlement} is the one place a settlement is written — for checkouts here, for refunds
  * by `LiveRefunds`, for a cancel by `LivePayments` — and the one writer of discrepancies.
  */
-import { type Ids, type Payment, ProviderSettlement } from "@kassa/core"
+import { type Ids, type Payment, ProviderSettlement, type SettlementSource } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { PaymentRepository, type StoredPayment } from "../ledger/PaymentRepository.ts"
@@ -38,6 +38,12 @@ export const nextCheckoutRead = (
     ? ProviderSettlement.Schedule.nextPaymentRead({ visitedAt: checkout.visitedAt, lastReadAt: now })
     : null
 
+/** What led to a read of a checkout: a provider's event, Kassa's schedule, an operator's "Read now". */
+export type CheckoutReadCause = Extract<
+  SettlementSource.SettlementSource,
+  "provider_event" | "provider_read" | "operator_read"
+>
+
 export class ProviderAnswers extends Context.Service<
   ProviderAnswers,
   {
@@ -45,22 +51,24 @@ export class ProviderAnswers extends Context.Service<
      * A settlement of a locked payment, inside the caller's transaction: the payment written (with its events) only
      * when the settlement changed it, its discrepancy recorded; the payment as it stands after. A discrepancy names
      * its refund only when that refund is on the payment (one the provider made that Kassa could not record has no
-     * row to point at); `detail` is added to its message.
+     * row to point at); `detail` is added to its message. `settledVia`: what asked, should this settle the payment.
      */
     readonly applySettlement: (
       stored: StoredPayment,
       settlement: ProviderSettlement.Settlement,
       now: DateTime.Utc,
-      detail?: string
+      origin?: { readonly settledVia?: SettlementSource.SettlementSource; readonly detail?: string }
     ) => Effect.Effect<Payment.Payment>
     /**
      * What the provider says now about a live payment's checkout (read again after an event or on schedule); none
      * when Kassa has no such live payment. An event that led to the read is recorded as seen by its route, after
-     * this (http/ProviderWebhookRoutes.ts: a replay is answered from that record without a read).
+     * this (http/ProviderWebhookRoutes.ts: a replay is answered from that record without a read). `via`: what led
+     * to the read (recorded should it settle the payment).
      */
     readonly applyCheckoutAnswer: (input: {
       readonly paymentId: Ids.PaymentId
       readonly reading: CheckoutReading
+      readonly via: CheckoutReadCause
     }) => Effect.Effect<{ readonly payment: Option.Option<Payment.Payment> }>
     /**
      * Expiry of a live payment asked of its provider: the answer to the expire call, decided by
@@ -96,14 +104,15 @@ export class ProviderAnswers extends Context.Service<
         stored: StoredPayment,
         settlement: ProviderSettlement.Settlement,
         now: DateTime.Utc,
-        detail?: string
+        origin: { readonly settledVia?: SettlementSource.SettlementSource; readonly detail?: string } = {}
       ) =>
         Effect.gen(function* () {
+          const { detail } = origin
           // The core answers an answer that moves nothing with the payment it was given.
           const after =
             settlement.payment === stored.payment
               ? stored.payment
-              : (yield* writes.apply(stored, settlement, now)).payment
+              : (yield* writes.apply(stored, settlement, now, { settledVia: origin.settledVia })).payment
           const { discrepancy } = settlement
           if (discrepancy !== null) {
             const onPayment = after.refunds.some((refund) => refund.id === discrepancy.refund_id)
@@ -141,7 +150,11 @@ export class ProviderAnswers extends Context.Service<
           : Effect.void
 
       const applyCheckoutAnswer = Effect.fn("ProviderAnswers.applyCheckoutAnswer")(
-        function* (input: { readonly paymentId: Ids.PaymentId; readonly reading: CheckoutReading }) {
+        function* (input: {
+          readonly paymentId: Ids.PaymentId
+          readonly reading: CheckoutReading
+          readonly via: CheckoutReadCause
+        }) {
           const outcome = yield* sql.withTransaction(
             Effect.gen(function* () {
               const now = yield* DateTime.now
@@ -153,7 +166,7 @@ export class ProviderAnswers extends Context.Service<
                 { _tag: "Checkout", state: input.reading.state },
                 { now, visit: checkout.visit, closing: checkout.closing }
               )
-              const after = yield* applySettlement(stored, settlement, now)
+              const after = yield* applySettlement(stored, settlement, now, { settledVia: input.via })
               // What the provider reports besides the state (a chargeback, an authorization): listed once.
               for (const flag of ProviderSettlement.attentionOf(after, input.reading)) {
                 yield* checkouts.recordDiscrepancy(input.paymentId, flag, now)
@@ -193,7 +206,7 @@ export class ProviderAnswers extends Context.Service<
                 closeAnswerOf(input.reading),
                 { now, visit: checkout.visit, closing: "expire" }
               )
-              const after = yield* applySettlement(stored, settlement, now)
+              const after = yield* applySettlement(stored, settlement, now, { settledVia: "provider_expiry" })
               // No answer: again within a minute. A provider that keeps the checkout payable until its own expiry
               // (decisions §11): asked again at that time, when it has expired it (or been paid).
               const retry = ProviderSettlement.Schedule.nextExpiryAttempt(now)
@@ -239,7 +252,7 @@ export class ProviderAnswers extends Context.Service<
                 visit: null,
                 closing: "expire"
               })
-              const after = yield* applySettlement(stored, decision, now)
+              const after = yield* applySettlement(stored, decision, now, { settledVia: "provider_read" })
               if (decision.adopt && found !== null) {
                 yield* checkouts.adopt({ paymentId: input.paymentId, checkoutId: found.checkoutId, now })
                 yield* checkouts.recordRead(

@@ -153,7 +153,11 @@ export class ProviderReconciler extends Context.Service<
                 )
               }
               if (reading.success._tag === "NoAnswer") return
-              yield* answers.applyCheckoutAnswer({ paymentId: checkout.paymentId, reading: reading.success })
+              yield* answers.applyCheckoutAnswer({
+                paymentId: checkout.paymentId,
+                reading: reading.success,
+                via: "provider_read"
+              })
             }),
           { concurrency: 4, discard: true }
         )

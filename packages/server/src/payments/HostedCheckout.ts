@@ -4,7 +4,7 @@
  * payments, the customer's Pay / Fail / Let it expire. A live payment is decided by its provider (live/), so choosing
  * an outcome for one is `not_found`.
  */
-import { type ApiError, type Ids, type Payment, PaymentStateMachine } from "@kassa/core"
+import { type ApiError, CheckoutBranding, type Ids, type Payment, PaymentStateMachine } from "@kassa/core"
 import { Context, Effect, Layer, Option, Result } from "effect"
 import { ApplicationRepository } from "../applications/ApplicationRepository.ts"
 import { PaymentRepository } from "../ledger/PaymentRepository.ts"
@@ -13,12 +13,13 @@ import * as Metrics from "../observability/Metrics.ts"
 
 /**
  * What the hosted checkout shows: the payment as fetch returns it, the name of its application (the shop the customer
- * pays; `null` if the application is gone) and the methods it offers.
+ * pays; `null` if the application is gone), the methods it offers and its branding (checked by the core).
  */
 export interface CheckoutView {
   readonly payment: Payment.Payment
   readonly applicationName: string | null
   readonly methods: ReadonlyArray<string>
+  readonly branding: CheckoutBranding.Branding
 }
 
 export class HostedCheckout extends Context.Service<
@@ -64,7 +65,11 @@ export class HostedCheckout extends Context.Service<
         return {
           payment,
           applicationName: Option.match(application, { onNone: () => null, onSome: (app) => app.name }),
-          methods: Option.match(application, { onNone: () => [], onSome: (app) => app.methods })
+          methods: Option.match(application, { onNone: () => [], onSome: (app) => app.methods }),
+          branding: Option.match(application, {
+            onNone: () => CheckoutBranding.none,
+            onSome: CheckoutBranding.fromSettings
+          })
         } satisfies CheckoutView
       })
 
@@ -85,7 +90,8 @@ export class HostedCheckout extends Context.Service<
           ): Result.Result<PaymentStateMachine.Transition, ApiError.PaymentNotPending | ApiError.NotFound> =>
             payment.mode === "live"
               ? Result.fail(notFound())
-              : PaymentStateMachine.settle(payment, outcome, { now, payer, method: chosen })
+              : PaymentStateMachine.settle(payment, outcome, { now, payer, method: chosen }),
+          { settledVia: "checkout" }
         )
       })
 

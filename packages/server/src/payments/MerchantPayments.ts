@@ -17,7 +17,8 @@ import {
   type PaymentRequests,
   PaymentStateMachine,
   RefundRules,
-  RequestValidation
+  RequestValidation,
+  type SettlementSource
 } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Result } from "effect"
 import { SecureRandom } from "effect/crypto"
@@ -54,7 +55,12 @@ export type CreateError =
 export interface RefundRequest {
   readonly amount?: number | undefined
   readonly reason?: string | null | undefined
+  /** The dashboard user who refunds a test payment on its page (none through the API). */
+  readonly requestedBy?: string | null | undefined
 }
+
+/** Who simulates or cancels: a key through the API (the default), or a member on the dashboard's payment page. */
+export type Caller = "api" | "dashboard"
 
 export type RefundError =
   | ApiError.NotFound
@@ -80,7 +86,8 @@ export class MerchantPayments extends Context.Service<
     readonly list: (scope: Scope, query: ListQuery) => Effect.Effect<PaymentPage, ApiError.ValidationFailed>
     readonly cancel: (
       scope: Scope,
-      id: Ids.PaymentId
+      id: Ids.PaymentId,
+      caller?: Caller
     ) => Effect.Effect<
       Payment.Payment,
       ApiError.NotFound | ApiError.PaymentNotCancellable | ApiError.PaymentBusy | ApiError.ProviderError
@@ -96,7 +103,8 @@ export class MerchantPayments extends Context.Service<
     readonly simulate: (
       scope: Scope,
       id: Ids.PaymentId,
-      outcome: PaymentStateMachine.Outcome
+      outcome: PaymentStateMachine.Outcome,
+      caller?: Caller
     ) => Effect.Effect<Payment.Payment, ApiError.NotFound | ApiError.PaymentNotPending | ApiError.PaymentBusy>
   }
 >()("@kassa/server/payments/MerchantPayments") {
@@ -160,7 +168,16 @@ export class MerchantPayments extends Context.Service<
         })
         const write = Effect.gen(function* () {
           const inserted = yield* Effect.result(
-            repo.insert(transition.payment, { applicationId: scope.applicationId, idempotencyKey: input.key }, now)
+            repo.insert(
+              transition.payment,
+              {
+                applicationId: scope.applicationId,
+                idempotencyKey: input.key,
+                // Created settled only when refused.
+                settledVia: transition.payment.status === "pending" ? undefined : "provider_refused"
+              },
+              now
+            )
           )
           if (Result.isFailure(inserted)) {
             return input.checked
@@ -279,12 +296,16 @@ export class MerchantPayments extends Context.Service<
         }
       })
 
-      const cancel = Effect.fn("MerchantPayments.cancel")(function* (scope: Scope, id: Ids.PaymentId) {
+      const cancel = Effect.fn("MerchantPayments.cancel")(function* (
+        scope: Scope,
+        id: Ids.PaymentId,
+        settledVia: SettlementSource.SettlementSource
+      ) {
         if (scope.mode === "live") {
           const atProvider = yield* live.cancel(scope, id)
           if (Option.isSome(atProvider)) return atProvider.value
         }
-        return yield* writes.mutate(id, scope, (payment) => PaymentStateMachine.cancel(payment))
+        return yield* writes.mutate(id, scope, (payment) => PaymentStateMachine.cancel(payment), { settledVia })
       })
 
       const refund = Effect.fn("MerchantPayments.refund")(function* (
@@ -315,15 +336,22 @@ export class MerchantPayments extends Context.Service<
                 PaymentStateMachine.requestRefund(payment, { refundId, amount, reason: request.reason ?? null, now })
               )
             ),
-          { idempotencyKey: idempotency?.key ?? null }
+          { idempotencyKey: idempotency?.key ?? null, requestedBy: request.requestedBy ?? null }
         )
       })
 
       const simulate = Effect.fn("MerchantPayments.simulate")(
-        (scope: Scope, id: Ids.PaymentId, outcome: PaymentStateMachine.Outcome) =>
+        (
+          scope: Scope,
+          id: Ids.PaymentId,
+          outcome: PaymentStateMachine.Outcome,
+          settledVia: SettlementSource.SettlementSource
+        ) =>
           scope.mode === "live"
             ? Effect.fail(notFound())
-            : writes.mutate(id, scope, (payment, now) => PaymentStateMachine.settle(payment, outcome, { now }))
+            : writes.mutate(id, scope, (payment, now) => PaymentStateMachine.settle(payment, outcome, { now }), {
+                settledVia
+              })
       )
 
       // Counted after the commit, by mode and outcome only (Metrics: no id, key or amount in a label).
@@ -358,10 +386,14 @@ export class MerchantPayments extends Context.Service<
         },
         retrieve: (scope, id) => writes.readOrNotFound(id, scope),
         list,
-        cancel: (scope, id) => cancel(scope, id).pipe(Effect.tap(settled)),
+        cancel: (scope, id, caller = "api") =>
+          cancel(scope, id, caller === "api" ? "api_cancel" : "dashboard_cancel").pipe(Effect.tap(settled)),
         refund: (scope, id, request, idempotency) =>
           refund(scope, id, request, idempotency).pipe(Effect.tap(() => Metrics.recordRefund(scope.mode, "succeeded"))),
-        simulate: (scope, id, outcome) => simulate(scope, id, outcome).pipe(Effect.tap(settled))
+        simulate: (scope, id, outcome, caller = "api") =>
+          simulate(scope, id, outcome, caller === "api" ? "api_simulate" : "dashboard_simulate").pipe(
+            Effect.tap(settled)
+          )
       })
     })
   )

@@ -6,8 +6,10 @@
  */
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
+import { DateTime, Effect } from "effect"
 import type { Browser, BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { DailyStats } from "../../src/stats/DailyStats.ts"
 import { checkAccessible, launch, screenshot } from "../support/Browser.ts"
 import { createUser, DashboardClient, type DashboardUser } from "../support/DashboardClient.ts"
 import { type RunningServer, startServer, type TestApplication, testPasswordCost } from "../support/TestServer.ts"
@@ -91,6 +93,14 @@ describe("dashboards in Chromium", () => {
     await page.keyboard.press("Enter")
     await page.waitForURL((url) => !url.pathname.startsWith("/dashboard/login"))
   }
+
+  /** The daily roll-up behind the overviews' charts, run now. */
+  const rollUp = () =>
+    server.run(
+      Effect.gen(function* () {
+        return yield* (yield* DailyStats).runOnce(yield* DateTime.now)
+      })
+    )
 
   const apiStatus = async (key: string) => (await server.request("/api/v1/payments?limit=1", { key })).status
 
@@ -255,6 +265,11 @@ describe("dashboards in Chromium", () => {
     const page = await newPage()
     await signIn(page, admin)
     expect(new URL(page.url()).pathname).toBe("/dashboard/operator/applications")
+    // The overviews' charts of the payments so far (issue 22 §3), rolled up now rather than at the next minute.
+    await rollUp()
+    await visit(page, "/dashboard/operator", "13a-operator-overview")
+    expect(await page.locator("svg[role=img]").count()).toBeGreaterThanOrEqual(6)
+    await visit(page, app(), "12b-application-overview-charts")
     await visit(page, "/dashboard/operator/applications", "13-operator-applications")
     await page.getByRole("link", { name: "Fresh Flowers" }).click()
     await page.waitForURL(/\/dashboard\/operator\/applications\/[0-9a-f-]{36}$/)

@@ -75,17 +75,20 @@ export const checkAccessible = async (page: Page) => {
       const radio = element instanceof HTMLInputElement && element.type === "radio" && element.name !== ""
       element.setAttribute("data-focus-index", radio ? `radio ${element.name}` : String(index))
     }
-    return [...new Set(all.filter(visible).map((element) => element.getAttribute("data-focus-index") ?? ""))]
+    const stops = [...new Set(all.filter(visible).map((element) => element.getAttribute("data-focus-index") ?? ""))]
+    // A date field is three Tab stops in Chromium (day, month, year): the walk needs that many more presses.
+    const extra = all.filter((element) => element instanceof HTMLInputElement && element.type === "date").length * 2
+    return { stops, extra }
   })
   await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
   await page.locator("body").focus()
   const reached = new Set<string>()
-  for (let press = 0; press < focusable.length + 3; press++) {
+  for (let press = 0; press < focusable.stops.length + focusable.extra + 3; press++) {
     await page.keyboard.press("Tab")
     const index = await page.evaluate(() => document.activeElement?.getAttribute("data-focus-index") ?? null)
     if (index !== null) reached.add(index)
   }
-  const missed = focusable.filter((index) => !reached.has(index))
+  const missed = focusable.stops.filter((index) => !reached.has(index))
   const described = await page.evaluate(
     (indexes) =>
       indexes.map(

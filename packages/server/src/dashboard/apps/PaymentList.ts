@@ -1,6 +1,7 @@
 /**
- * An application's payments list (`/dashboard/apps/:id/payments`) with its filters (lazy expiry of the rows shown).
- * Template: pages/dashboard/ApplicationPaymentList.ts. One payment: ApplicationPayments.ts.
+ * An application's payments list (`/dashboard/apps/:id/payments`) with the payment search's filters (lazy expiry of
+ * the rows shown), and its CSV export (`/dashboard/apps/:id/payments.csv`, the same filters; PaymentsCsv). Template:
+ * pages/dashboard/ApplicationPaymentList.ts. One payment: ApplicationPayments.ts.
  */
 import { Ids } from "@kassa/core"
 import { Effect, Option, Schema } from "effect"
@@ -10,6 +11,7 @@ import * as PaymentListPages from "../../pages/dashboard/ApplicationPaymentList.
 import * as ApplicationQueries from "../ApplicationQueries.ts"
 import { InApplication, pageSize, route, SignedIn } from "../DashboardRoute.ts"
 import * as PaymentSearch from "../PaymentSearch.ts"
+import * as PaymentsCsv from "../PaymentsCsv.ts"
 import * as QueryFilters from "../QueryFilters.ts"
 import { frame } from "./ApplicationFrame.ts"
 
@@ -20,19 +22,36 @@ const queries = SqlClient.SqlClient.useSync(ApplicationQueries.make)
 const list = Effect.gen(function* () {
   const { application } = yield* InApplication
   const { query } = yield* SignedIn
-  const mode = QueryFilters.mode(query, "mode")
-  const status = QueryFilters.paymentStatus(query, "status")
-  const reference = QueryFilters.param(query, "order_reference", 255)
-  const filter = { mode: mode ?? "", status: status ?? "", order_reference: reference }
+  const filters = QueryFilters.paymentFilters(query)
   const found = yield* (yield* queries).payments(application.id, {
-    mode,
-    status,
-    orderReference: reference === "" ? undefined : reference,
+    ...filters.search,
     startingAfter: Option.getOrUndefined(parsePaymentId(query.get("starting_after"))),
     limit: pageSize.inApplication
   })
-  const page = yield* PaymentSearch.expireShown(yield* PaymentWrites, found, status)
-  return PaymentListPages.paymentsPage(yield* frame, { rows: page.rows, hasMore: page.hasMore, filter })
+  const page = yield* PaymentSearch.expireShown(yield* PaymentWrites, found, filters.search.status)
+  return PaymentListPages.paymentsPage(yield* frame, {
+    rows: page.rows,
+    hasMore: page.hasMore,
+    filter: filters.form,
+    errors: filters.errors,
+    filtered: QueryFilters.anyPaymentFilter(filters.form)
+  })
 })
 
-export const routes = [route("GET", "/dashboard/apps/:id/payments", "view", list)] as const
+/** The search as CSV: whoever may view the list may export it. */
+const csv = Effect.gen(function* () {
+  const { application } = yield* InApplication
+  const { query } = yield* SignedIn
+  const filters = QueryFilters.paymentFilters(query)
+  return yield* PaymentsCsv.respond({
+    search: { ...filters.search, applicationId: application.id },
+    form: filters.form,
+    applicationId: application.id,
+    filename: `payments-${application.id}`
+  })
+})
+
+export const routes = [
+  route("GET", "/dashboard/apps/:id/payments", "view", list),
+  route("GET", "/dashboard/apps/:id/payments.csv", "view", csv)
+] as const

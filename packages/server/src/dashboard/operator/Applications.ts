@@ -281,7 +281,6 @@ const removeMember = withApplication((application) =>
 )
 
 export const routes = [
-  route("GET", "/dashboard/operator", "operator", Effect.succeed(redirect(applicationsPath))),
   route("GET", applicationsPath, "operator", list),
   route("POST", applicationsPath, "operator", create),
   route("GET", `${applicationsPath}/new`, "operator", newForm),

@@ -63,7 +63,7 @@ const readCheckout = Effect.fn("OperatorProvider.readCheckout")(function* (payme
     .read(links.access(link.value), checkout.value.checkoutId)
     .pipe(Effect.result)
   if (reading._tag === "Failure" || reading.success._tag === "NoAnswer") return "provider_no_answer" as const
-  yield* (yield* ProviderAnswers).applyCheckoutAnswer({ paymentId, reading: reading.success })
+  yield* (yield* ProviderAnswers).applyCheckoutAnswer({ paymentId, reading: reading.success, via: "operator_read" })
   return "provider_read" as const
 })
 

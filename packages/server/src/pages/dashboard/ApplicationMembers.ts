@@ -36,7 +36,8 @@ export const roleAbilities = (role: DashboardAccess.Role): string =>
 
 const roleHelp: Record<DashboardAccess.Role, string> = {
   owner: "Everything, including adding, changing and removing members.",
-  developer: "API keys, webhooks, resending deliveries and requesting refunds; not members.",
+  developer:
+    "API keys, webhooks, resending deliveries, requesting refunds, and simulating, cancelling and refunding test payments; not members.",
   viewer: "Reads every page; changes nothing."
 }
 

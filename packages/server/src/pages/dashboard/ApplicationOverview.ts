@@ -1,9 +1,13 @@
-/** An application's overview: its status, the last 30 days by mode, where to go next, its settings and members. */
+/**
+ * An application's overview: its status, the last 30 days by mode, their charts (OverviewCharts), where to go next,
+ * its settings and members.
+ */
 import { Money } from "@kassa/core"
 import { type Html, html } from "../Html.ts"
 import { membersTable } from "./ApplicationMembers.ts"
 import { type AppFrame, appPage, appPath } from "./ApplicationShared.ts"
 import { badge, formatTime, pageHead } from "./Components.ts"
+import { type StatsView, statsSections } from "./OverviewCharts.ts"
 import type { MemberView } from "./Views.ts"
 
 export interface ModeCounts {
@@ -15,6 +19,8 @@ export interface ModeCounts {
 
 export interface OverviewView {
   readonly counts: { readonly test: ModeCounts; readonly live: ModeCounts }
+  /** The charts of the last 30 days, in one mode. */
+  readonly stats: StatsView
   readonly members: ReadonlyArray<MemberView>
   readonly activeKeys: { readonly test: number; readonly live: number }
 }
@@ -59,6 +65,10 @@ ${
 }
 ${modeCard(frame, "test", view.counts.test, view.activeKeys.test)}
 ${modeCard(frame, "live", view.counts.live, view.activeKeys.live)}
+${statsSections(view.stats, {
+  modeHref: (mode) => appPath(frame, `?mode=${mode}`),
+  deliveriesHref: appPath(frame, `/deliveries?mode=${view.stats.mode}&status=pending`)
+})}
 <div class="card">
 <h2>Quick links</h2>
 <ul>

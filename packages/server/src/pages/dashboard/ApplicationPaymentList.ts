@@ -1,27 +1,21 @@
-/** An application's payments list (issue #6 §4) with its filters, newest first. One payment: ApplicationPayments.ts. */
-import { Mode, Money, Payment } from "@kassa/core"
+/**
+ * An application's payments list (issue #6 §4) with the payment search's filters (PaymentFilterFields), newest first,
+ * and the export of the search as CSV. One payment: ApplicationPayments.ts.
+ */
+import { Money } from "@kassa/core"
 import { html } from "../Html.ts"
 import { type AppFrame, appPage, appPath } from "./ApplicationShared.ts"
+import { badge, filterForm, formatTime, modeBadge, pageHead, pager, table } from "./Components.ts"
 import {
-  anyOf,
-  badge,
-  field,
-  filterForm,
-  formatTime,
-  modeBadge,
-  pageHead,
-  pager,
-  select,
-  sentence,
-  table
-} from "./Components.ts"
+  csvLink,
+  type PaymentFilterErrors,
+  type PaymentFilterForm,
+  paymentFilterFields,
+  withFilters
+} from "./PaymentFilterFields.ts"
 import type { PaymentSummary as PaymentRow } from "./Views.ts"
 
-export interface PaymentFilterView {
-  readonly mode: string
-  readonly status: string
-  readonly order_reference: string
-}
+export type { PaymentFilterForm }
 
 const money = (amount: number, currency: string) => Money.format(amount, currency, "en")
 
@@ -30,11 +24,14 @@ export const paymentsPage = (
   view: {
     readonly rows: ReadonlyArray<PaymentRow>
     readonly hasMore: boolean
-    readonly filter: PaymentFilterView
+    readonly filter: PaymentFilterForm
+    readonly errors: PaymentFilterErrors
+    /** Whether any filter is set. */
+    readonly filtered: boolean
   }
 ) => {
   const path = appPath(frame, "/payments")
-  const filtered = view.filter.mode !== "" || view.filter.status !== "" || view.filter.order_reference !== ""
+  const { filtered } = view
   const rows = view.rows.map(
     (row) => html`<tr>
 <td><a href="${appPath(frame, `/payments/${row.id}`)}">${row.orderReference}</a></td>
@@ -46,33 +43,15 @@ export const paymentsPage = (
 </tr>`
   )
   const last = view.rows.at(-1)
-  const body = html`${pageHead("Payments", "Every payment of this application, newest first. Open one to see its events and refunds.")}
-${filterForm(
-  path,
-  [
-    select({
-      name: "mode",
-      label: "Mode",
-      value: view.filter.mode,
-      choices: anyOf(Mode.Mode.literals, "Test and live", sentence)
-    }),
-    select({
-      name: "status",
-      label: "Status",
-      value: view.filter.status,
-      choices: anyOf(Payment.PaymentStatus.literals, "Any status", sentence)
-    }),
-    field({
-      name: "order_reference",
-      label: "Order reference",
-      type: "search",
-      value: view.filter.order_reference,
-      attributes: html` maxlength="255" placeholder="exact reference"`
-    })
-  ],
-  filtered,
-  { label: "Filter payments", wideButton: true }
-)}
+  const body = html`${pageHead(
+    "Payments",
+    "Every payment of this application, newest first. Open one to see its events and refunds.",
+    csvLink(withFilters(appPath(frame, "/payments.csv"), { ...view.filter }))
+  )}
+${filterForm(path, paymentFilterFields(view.filter, view.errors), filtered, {
+  label: "Filter payments",
+  wideButton: true
+})}
 ${table(
   ["Order reference", "Amount", "Status", "Mode", "Customer", "Created"],
   rows,

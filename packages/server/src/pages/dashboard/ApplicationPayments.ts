@@ -1,9 +1,11 @@
 /**
- * One payment (issue #6 §4) with everything about it — amounts, customer and payer, refunds, and the timeline of its
- * events and their deliveries. A live payment that was paid can have a refund requested here (specification: live
- * refunds are requested from the dashboard and confirmed later by the provider). The list: ApplicationPaymentList.ts.
+ * One payment (issue #6 §4) with everything about it — amounts, customer and payer, how it was settled (issue 22 §3),
+ * refunds, and the timeline of its events and their deliveries. A live payment that was paid can have a refund
+ * requested here (specification: live refunds are requested from the dashboard and confirmed later by the provider);
+ * a test payment can be simulated, cancelled and refunded here, as through the API. The list:
+ * ApplicationPaymentList.ts.
  */
-import { Money, type Payment, RefundRules } from "@kassa/core"
+import { Money, type Payment, PaymentRequests, RefundRules, SettlementSource } from "@kassa/core"
 import { type Html, html } from "../Html.ts"
 import { type AppFrame, appPage, appPath, noticeBlock, subheading } from "./ApplicationShared.ts"
 import { badge, field, formatTime, modeBadge, pageHead } from "./Components.ts"
@@ -27,6 +29,10 @@ export interface PaymentView {
   readonly refundForm?: RefundFormState | undefined
   /** A live payment's checkout at its provider (decisions §10 "Seen by operators"); null for test payments. */
   readonly provider?: ProviderPaymentView | null | undefined
+  /** What moved it out of `pending` (null: not recorded), and the member who did, when the audit log knows. */
+  readonly settlement: { readonly via: SettlementSource.SettlementSource | null; readonly by: string | null }
+  /** A simulation or cancel of this test payment that was refused, in words. */
+  readonly actionError?: string | undefined
 }
 
 const personRows = (person: Readonly<Record<string, string | null>>, labels: Readonly<Record<string, string>>) =>
@@ -41,20 +47,23 @@ const refundSection = (frame: AppFrame, view: PaymentView): Html => {
 
 const refundForm = (frame: AppFrame, view: PaymentView): Html => {
   const { payment } = view
-  if (payment.mode === "test")
-    return html`<p class="muted">Test payments are refunded through the API with a test key: <code>POST /api/v1/payments/${payment.id}/refunds</code>. The refund succeeds at once and sends its event.</p>`
+  const test = payment.mode === "test"
   if (!RefundRules.isRefundable(payment))
     return html`<p class="muted">Only paid or partially refunded payments can be refunded; this one is ${payment.status.replace(/_/g, " ")}.</p>`
   const refundable = RefundRules.refundableAmount(payment)
   if (refundable < 1)
     return html`<p class="muted">Nothing is left to refund: earlier refunds (pending ones included) cover the whole amount.</p>`
-  if (!frame.can("request_refunds"))
-    return html`<p class="muted">Up to ${money(refundable, payment.currency)} can still be refunded. Your role cannot request refunds.</p>`
+  if (!frame.can(test ? "manage_test_payments" : "request_refunds"))
+    return html`<p class="muted">Up to ${money(refundable, payment.currency)} can still be refunded. Your role cannot ${test ? "refund test payments" : "request refunds"}.</p>`
   const form = view.refundForm
   const digits = Money.minorUnitDigits(payment.currency)
   const unit = digits === 0 ? `whole ${payment.currency}` : `minor units of ${payment.currency} (1/${10 ** digits})`
-  return html`${subheading("Request a refund")}
-<p class="muted">Live refunds are sent to the payment provider and stay <strong>pending</strong> until it confirms them. The payment's status — and its webhook — change only on that confirmation; the request itself sends no event.</p>
+  return html`${subheading(test ? "Refund this test payment" : "Request a refund")}
+${
+  test
+    ? html`<p class="muted">A test refund succeeds at once, as through the API (<code>POST /api/v1/payments/${payment.id}/refunds</code>): the payment's status changes and its webhook is sent.</p>`
+    : html`<p class="muted">Live refunds are sent to the payment provider and stay <strong>pending</strong> until it confirms them. The payment's status — and its webhook — change only on that confirmation; the request itself sends no event.</p>`
+}
 <form method="post" action="${appPath(frame, `/payments/${payment.id}/refunds`)}" novalidate>${csrfField(frame.viewer)}
 <div class="grid">
 ${field({
@@ -76,8 +85,37 @@ ${field({
   attributes: html` maxlength="255"`
 })}
 </div>
-<div class="actions"><button type="submit" class="primary">Request refund</button></div>
+<div class="actions"><button type="submit" class="primary">${test ? "Refund" : "Request refund"}</button></div>
 </form>`
+}
+
+/**
+ * A test payment's simulate and cancel (issue 22 §3): the simulate endpoint's outcomes, while it is pending; and a
+ * simulate or cancel refused, in words (for a live payment, only that).
+ */
+const testActions = (frame: AppFrame, view: PaymentView): Html | "" => {
+  const { payment } = view
+  const refused = view.actionError === undefined ? "" : html`<div class="error" role="alert">${view.actionError}</div>`
+  // A live payment is its provider's to decide: only a refused (forged) post shows here.
+  if (payment.mode === "live") return refused === "" ? "" : html`<div class="card">${refused}</div>`
+  const actions = !frame.can("manage_test_payments")
+    ? html`<p class="muted">Your role cannot simulate or cancel test payments.</p>`
+    : payment.status !== "pending"
+      ? html`<p class="muted">This test payment is ${payment.status.replace(/_/g, " ")}: only pending payments can be simulated or cancelled.</p>`
+      : html`<p class="muted">Decide this test payment as the API's simulate and cancel do (<code>POST /api/v1/test/payments/${payment.id}/simulate</code>, <code>POST /api/v1/payments/${payment.id}/cancel</code>): the same status change, event and webhook.</p>
+<form method="post" action="${appPath(frame, `/payments/${payment.id}/simulate`)}">${csrfField(frame.viewer)}
+<div class="actions">${PaymentRequests.SimulatedOutcome.literals.map(
+          (outcome, index) =>
+            html`<button type="submit" name="outcome" value="${outcome}" class="${index === 0 ? "primary" : "secondary"}">Simulate ${outcome}</button>`
+        )}</div>
+</form>
+<form method="post" action="${appPath(frame, `/payments/${payment.id}/cancel`)}">${csrfField(frame.viewer)}
+<div class="actions"><button type="submit" class="danger">Cancel payment</button></div>
+</form>`
+  return html`<div class="card">
+<h2>Test payment</h2>
+${refused}${actions}
+</div>`
 }
 
 const timelineItem = (frame: AppFrame, entry: TimelineEntry): Html => {
@@ -139,6 +177,12 @@ ${pending === 0 ? "" : html`<dt>Pending refunds</dt><dd>${money(pending, payment
 <dt>Created</dt><dd>${formatTime(payment.created_at)}</dd>
 <dt>Expires</dt><dd>${formatTime(payment.expires_at)}</dd>
 <dt>Paid</dt><dd>${formatTime(payment.paid_at)}</dd>
+<dt>Settled</dt><dd>${SettlementSource.describe({
+    source: view.settlement.via,
+    status: payment.status,
+    provider: view.provider?.provider ?? null,
+    actor: view.settlement.by
+  })}</dd>
 </dl>
 ${metadata === null ? "" : html`${subheading("Metadata")}<pre class="body">${metadata}</pre>`}
 </div>
@@ -154,6 +198,7 @@ ${metadata === null ? "" : html`${subheading("Metadata")}<pre class="body">${met
 </div>
 </div>
 ${view.provider === undefined || view.provider === null ? "" : providerSection(view.provider)}
+${testActions(frame, view)}
 <div class="card">
 <h2>Refunds</h2>
 ${

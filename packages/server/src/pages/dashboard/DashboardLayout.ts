@@ -27,7 +27,7 @@ export type Place =
   | { readonly _tag: "Home" }
   | { readonly _tag: "Account" }
 
-export type OperatorSection = "applications" | "deliveries" | "payments" | "provider" | "users" | "audit"
+export type OperatorSection = "overview" | "applications" | "deliveries" | "payments" | "provider" | "users" | "audit"
 export type ApplicationSection = "overview" | "keys" | "webhooks" | "deliveries" | "payments" | "members"
 
 export interface Viewer {
@@ -37,6 +37,7 @@ export interface Viewer {
 }
 
 const operatorLinks: ReadonlyArray<readonly [OperatorSection, string, string]> = [
+  ["overview", "Overview", "/dashboard/operator"],
   ["applications", "Applications", "/dashboard/operator/applications"],
   ["deliveries", "Deliveries", "/dashboard/operator/deliveries"],
   ["payments", "Payments", "/dashboard/operator/payments"],

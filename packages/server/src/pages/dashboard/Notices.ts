@@ -45,6 +45,12 @@ const notices: Readonly<Record<string, Notice>> = {
   refund_requested: html`Refund requested. It is pending until the provider confirms it; the payment's status and webhooks change only then.`,
   refund_succeeded: html`Refunded: the provider confirmed the refund. The payment's status and its webhook have changed.`,
   refund_failed: html`The provider refused the refund: nothing was refunded, and the amount can be refunded again.`,
+  // A test payment's page (issue 22 §3): the API's use cases, so the same event and webhook.
+  simulated_paid: html`Simulated: the test payment is paid, and its <code>payment.paid</code> webhook is on its way.`,
+  simulated_failed: html`Simulated: the test payment failed, and its <code>payment.failed</code> webhook is on its way.`,
+  simulated_expired: html`Simulated: the test payment expired, and its <code>payment.expired</code> webhook is on its way.`,
+  test_cancelled: html`The test payment is cancelled, and its <code>payment.cancelled</code> webhook is on its way.`,
+  test_refunded: html`Refunded: a test refund succeeds at once. The payment's status and its webhook have changed.`,
   member_added: "The member is saved: they can open this application's dashboard with their role now.",
   role_changed: "The role is changed. It applies to their next page.",
   role_unchanged: "Nothing changed: the member already had this role.",

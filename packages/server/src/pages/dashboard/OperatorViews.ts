@@ -1,9 +1,8 @@
 /**
- * The operator's cross-application pages (issue #6): webhook deliveries and payments of every application, the
- * dashboard users, and the audit log; plus the pieces the operator's application pages share with them (the page
- * frame, field messages). Templates only: every value goes through `html`, so it is escaped.
+ * The operator's cross-application pages (issue #6): webhook deliveries of every application, the dashboard users,
+ * and the audit log (payments: OperatorPaymentList.ts); plus the pieces the operator's application pages share with
+ * them (the page frame, field messages). Templates only: every value goes through `html`, so it is escaped.
  */
-import { Money } from "@kassa/core"
 import { type Html, html } from "../Html.ts"
 import {
   accountBadge,
@@ -42,12 +41,13 @@ export interface ApplicationChoice {
   readonly name: string
 }
 
-const applicationChoices = (applications: ReadonlyArray<ApplicationChoice>) => [
+/** The application filter's choices: every application, "All applications" first. */
+export const applicationChoices = (applications: ReadonlyArray<ApplicationChoice>) => [
   ["", "All applications"] as const,
   ...applications.map((application) => [application.id, application.name] as const)
 ]
 
-const operatorApplicationLink = (id: string, name: string) =>
+export const operatorApplicationLink = (id: string, name: string) =>
   html`<a href="/dashboard/operator/applications/${id}">${name}</a>`
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -127,101 +127,6 @@ ${table(
   "Webhook deliveries"
 )}
 ${pager("/dashboard/operator/deliveries", { ...filters }, view.next)}`
-  )
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// Payments
-
-export interface PaymentFilters {
-  readonly payment_id: string
-  readonly order_reference: string
-  readonly match: string
-  readonly application: string
-  readonly status: string
-  readonly mode: string
-}
-
-export interface PaymentItem {
-  readonly id: string
-  readonly applicationId: string
-  readonly applicationName: string
-  readonly mode: string
-  readonly status: string
-  readonly amount: number
-  readonly refundedAmount: number
-  readonly currency: string
-  readonly method: string
-  readonly orderReference: string
-  readonly createdAt: Date
-}
-
-export const paymentsPage = (view: {
-  readonly viewer: Viewer
-  readonly filters: PaymentFilters
-  readonly errors: FieldMessages
-  readonly applications: ReadonlyArray<ApplicationChoice>
-  readonly statuses: ReadonlyArray<string>
-  readonly modes: ReadonlyArray<string>
-  readonly payments: ReadonlyArray<PaymentItem>
-  readonly next: string | null
-}): DashboardPage => {
-  const { filters } = view
-  const active = Object.entries(filters).some(([name, value]) => name !== "match" && value.length > 0)
-  const rows = view.payments.map(
-    (payment) => html`<tr>
-<td>${formatTime(payment.createdAt)}</td>
-<td><a href="/dashboard/apps/${payment.applicationId}/payments/${payment.id}"><code>${payment.id}</code></a></td>
-<td>${payment.orderReference}</td>
-<td>${operatorApplicationLink(payment.applicationId, payment.applicationName)}</td>
-<td class="num">${Money.format(payment.amount, payment.currency, "en")}${
-      payment.refundedAmount > 0
-        ? html`<div class="hint">${Money.format(payment.refundedAmount, payment.currency, "en")} refunded</div>`
-        : ""
-    }</td>
-<td>${payment.method}</td>
-<td>${modeBadge(payment.mode)}</td>
-<td>${badge(payment.status)}</td>
-</tr>`
-  )
-  return operatorPage(
-    "payments",
-    view.viewer,
-    "Payments",
-    html`${pageHead("Payments", "Find a payment of any application by its id or order reference, newest first.")}
-${filterForm(
-  "/dashboard/operator/payments",
-  [
-    field({ name: "payment_id", label: "Payment id", value: filters.payment_id, error: view.errors.payment_id }),
-    field({ name: "order_reference", label: "Order reference", value: filters.order_reference }),
-    select({
-      name: "match",
-      label: "Reference match",
-      value: filters.match,
-      choices: [
-        ["exact", "Exactly"],
-        ["prefix", "Starts with"]
-      ]
-    }),
-    select({
-      name: "application",
-      label: "Application",
-      value: filters.application,
-      choices: applicationChoices(view.applications)
-    }),
-    select({ name: "status", label: "Status", value: filters.status, choices: anyOf(view.statuses) }),
-    select({ name: "mode", label: "Mode", value: filters.mode, choices: anyOf(view.modes) })
-  ],
-  active,
-  { submit: "Search" }
-)}
-${table(
-  ["Created", "Payment", "Order reference", "Application", "Amount", "Method", "Mode", "Status"],
-  rows,
-  active ? "No payments match this search." : "No payments yet.",
-  "Payments"
-)}
-${pager("/dashboard/operator/payments", { ...filters }, view.next)}`
   )
 }
 
