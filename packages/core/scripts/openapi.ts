@@ -13,18 +13,19 @@ import { OpenApi } from "effect/http-api"
 import { MerchantApi } from "../src/api/MerchantApi.ts"
 import { OperatorApi } from "../src/api/OperatorApi.ts"
 
-const documents = {
-  merchant: { file: fileURLToPath(new URL("../openapi.json", import.meta.url)), api: MerchantApi },
-  operator: { file: fileURLToPath(new URL("../openapi-operator.json", import.meta.url)), api: OperatorApi }
-} as const
-
-const text = (api: typeof MerchantApi | typeof OperatorApi) => `${JSON.stringify(OpenApi.fromApi(api), null, 2)}\n`
+const text = (spec: OpenApi.OpenAPISpec) => `${JSON.stringify(spec, null, 2)}\n`
+const merchant = () => text(OpenApi.fromApi(MerchantApi))
+const operator = () => text(OpenApi.fromApi(OperatorApi))
 
 if (process.argv.includes("--stdout")) {
-  process.stdout.write(text(process.argv.includes("--operator") ? OperatorApi : MerchantApi))
+  process.stdout.write(process.argv.includes("--operator") ? operator() : merchant())
 } else {
-  for (const { file, api } of Object.values(documents)) {
-    writeFileSync(file, text(api))
+  for (const [name, document] of [
+    ["../openapi.json", merchant()],
+    ["../openapi-operator.json", operator()]
+  ] as const) {
+    const file = fileURLToPath(new URL(name, import.meta.url))
+    writeFileSync(file, document)
     console.log(`wrote ${file}`)
   }
 }

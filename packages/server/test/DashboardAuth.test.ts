@@ -286,7 +286,7 @@ describe.each(databases)("dashboard sign-in and sessions on %s", (database) => {
     const admin = await createUser(server, { operatorAdmin: true })
     const member = await createUser(server, { roles: [[shop.application.id, "developer"]] })
     const adminClient = await DashboardClient.signIn(server, admin)
-    expect((await adminClient.get("/dashboard")).location).toBe("/dashboard/operator/applications")
+    expect((await adminClient.get("/dashboard")).location).toBe("/dashboard/operator")
     const memberClient = await DashboardClient.signIn(server, member)
     expect((await memberClient.get("/dashboard")).location).toBe(`/dashboard/apps/${shop.application.id}`)
   })

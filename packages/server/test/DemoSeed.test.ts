@@ -193,7 +193,7 @@ describe.concurrent.each(databases)("first start on %s", (database) => {
     const dashboard = new DashboardClient(`http://127.0.0.1:${first.port}`, base)
     const signedIn = await dashboard.login(adminEmail, adminPassword)
     expect(signedIn.status).toBe(303)
-    expect((await dashboard.get("/dashboard")).location).toBe("/dashboard/operator/applications")
+    expect((await dashboard.get("/dashboard")).location).toBe("/dashboard/operator")
     // A banner, not log lines: no timestamp or level in front.
     for (const line of banner) expect(line).not.toMatch(/^\[\d{2}:\d{2}/)
 

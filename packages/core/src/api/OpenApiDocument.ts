@@ -94,7 +94,8 @@ const stringExample = (name: string, schema: JsonObject): string => {
     phone: "+31612345678",
     ip: "203.0.113.7",
     id: `evt_${exampleUuid}`,
-    event_id: `evt_${exampleUuid}`
+    event_id: `evt_${exampleUuid}`,
+    checkout_brand_color: "#0a7c59"
   }
   const text = hints[name] ?? "text"
   const min = typeof schema.minLength === "number" ? schema.minLength : 0

@@ -1,5 +1,5 @@
 /**
- * The landing page (`/dashboard`): operator admins go to the operator's applications, a member of one application
+ * The landing page (`/dashboard`): operator admins go to the operator's overview, a member of one application
  * to it, anyone else sees the applications they belong to. Template: pages/dashboard/HomePage.ts.
  */
 import { Effect } from "effect"
@@ -10,8 +10,7 @@ import { route, SignedIn } from "./DashboardRoute.ts"
 
 const home = Effect.gen(function* () {
   const signed = yield* SignedIn
-  if (signed.session.user.operatorAdmin)
-    return HttpServerResponse.redirect("/dashboard/operator/applications", { status: 303 })
+  if (signed.session.user.operatorAdmin) return HttpServerResponse.redirect("/dashboard/operator", { status: 303 })
   const memberships = yield* (yield* UserRepository).memberships(signed.session.user.id)
   const [only] = memberships
   if (memberships.length === 1 && only !== undefined)

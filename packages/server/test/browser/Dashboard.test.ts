@@ -264,7 +264,7 @@ describe("dashboards in Chromium", () => {
   it("an operator approves an application and walks every operator page", async () => {
     const page = await newPage()
     await signIn(page, admin)
-    expect(new URL(page.url()).pathname).toBe("/dashboard/operator/applications")
+    expect(new URL(page.url()).pathname).toBe("/dashboard/operator")
     // The overviews' charts of the payments so far (issue 22 §3), rolled up now rather than at the next minute.
     await rollUp()
     await visit(page, "/dashboard/operator", "13a-operator-overview")
