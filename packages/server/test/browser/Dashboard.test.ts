@@ -259,6 +259,18 @@ describe("dashboards in Chromium", () => {
     const text = (await page.locator("main").textContent()) ?? ""
     expect(text).toContain("Sourdough & <rye>")
     expect(text).toContain("payment.paid")
+    // A pending test payment: simulated from its page by keyboard (issue 22 §3).
+    const pending = await server.request("/api/v1/payments", {
+      method: "POST",
+      key: shop.testKey,
+      body: { amount: 990, order_reference: "rolls-7" }
+    })
+    const pendingId = (pending.body as { id: string }).id
+    await visit(page, app(`/payments/${pendingId}`), "12c-test-payment-pending")
+    await page.getByRole("button", { name: "Simulate paid" }).focus()
+    await page.keyboard.press("Enter")
+    await page.waitForURL(new RegExp(`/payments/${pendingId}`))
+    expect(await page.locator("main").textContent()).toContain("by a simulation from the dashboard")
   })
 
   it("an operator approves an application and walks every operator page", async () => {

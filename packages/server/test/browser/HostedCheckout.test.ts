@@ -66,7 +66,7 @@ describe("the hosted checkout in Chromium", () => {
     const logoUrl = `http://127.0.0.1:${(logoServer.address() as AddressInfo).port}/brand/logo.svg`
     server = await startServer("pglite")
     shop = await server.createApplication({ name: "Bloemenwinkel Het Zonnige Hoekje", methods: ["ideal"] })
-    // Two methods: the page adds a radio group (which Tab enters once, so checkAccessible is not run on it).
+    // Two methods: the page adds a radio group (one Tab stop; the arrow keys move within it).
     florist = await server.createApplication({ name: "Fleuriste Les Quatre Saisons", methods: ["card", "ideal"] })
     // Set as an operator sets them: through the operator API, so the stored values are what its rules let through.
     branded = await server.createApplication({ name: "Tuincentrum De Groene Vinger", methods: ["ideal"] })
@@ -167,6 +167,7 @@ describe("the hosted checkout in Chromium", () => {
       const withChoice = await openAt(width, await createPayment({ locale: "fr-BE", customer }, florist.testKey))
       await screenshot(withChoice, `checkout-${width}-fr-methods`)
       expect(await withChoice.getByRole("group", { name: "Moyen de paiement" }).isVisible()).toBe(true)
+      await checkAccessible(withChoice)
       const choiceLayout = await overflowing(withChoice)
       expect(choiceLayout.wide, `elements past the right edge at ${width} px`).toEqual([])
       expect(choiceLayout.scrollWidth).toBeLessThanOrEqual(choiceLayout.width)
