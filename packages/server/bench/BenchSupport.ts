@@ -1,14 +1,17 @@
 /**
  * What the by-hand benchmarks share: the scratch database on KASSA_BENCH_DATABASE_URL (created, dropped), starting a
  * server process, waiting for it to answer, reading its CPU time and RSS from /proc, seeding an application with a
- * test key through the repositories, creating the payment a bench reads, and the small statistics (median,
- * percentile). Only logic that is the same in every bench lives here; where benches differ (what answer counts as
- * up, how long to wait, what a vanished process reads as), the difference is a parameter.
+ * test key through the repositories, creating the payment a bench reads, the small statistics (median,
+ * percentile), an OTLP sink that discards and a `/metrics` scraper. Only logic that is the same in every bench lives
+ * here; where benches differ (what answer counts as up, how long to wait, what a vanished process reads as), the
+ * difference is a parameter.
  *
- * Not imported by bench/baseline.ts: the baseline is a server whose RSS is measured, so it keeps to its own imports.
+ * Not imported by bench/baseline.ts nor baseline-postgres.ts: the baselines are servers whose RSS is measured, so
+ * they keep to their own imports.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
+import { createServer } from "node:http"
 import { join } from "node:path"
 import { NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
@@ -53,10 +56,11 @@ export const scratchDatabase = (prefix: string) => {
   }
 }
 
-/** A Node process in the server package (`args`: script and its arguments), its stderr passed through. */
+/** A Node process in the server package (`args`: script and its arguments), its stderr passed through; an `env`
+ * value `undefined` leaves that variable out. */
 export const startProcess = (
   args: ReadonlyArray<string>,
-  env: Record<string, string>,
+  env: Record<string, string | undefined>,
   flags: ReadonlyArray<string> = ["--conditions=@kassa/source"]
 ) =>
   spawn(process.execPath, [...flags, ...args], {
@@ -159,4 +163,49 @@ export const createPayment = async (base: string, key: string, orderReference: s
     body: JSON.stringify({ amount: 2500, order_reference: orderReference })
   })
   return ((await created.json()) as { id: string }).id
+}
+
+/**
+ * An OTLP/HTTP collector that accepts and discards (answers 200 `{}`), counting exports and bytes: where a bench's
+ * servers export traces and logs, so the export's cost is in their figures without a real collector.
+ */
+export const otlpSink = async (port: number) => {
+  const counts = { exports: 0, bytes: 0 }
+  const server = createServer((request, response) => {
+    request.on("data", (chunk: Buffer) => {
+      counts.bytes += chunk.length
+    })
+    request.on("end", () => {
+      counts.exports++
+      response.writeHead(200, { "content-type": "application/json" }).end("{}")
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
+  return { counts, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+}
+
+/** Fetches each of `urls` every `millis` ms (as Prometheus scrapes), one at a time each, until `stop`. */
+export const scraper = (urls: ReadonlyArray<string>, millis: number) => {
+  const counts = { scrapes: 0, failures: 0, bytes: 0 }
+  const busy = new Set<string>()
+  const timer = setInterval(() => {
+    for (const url of urls) {
+      if (busy.has(url)) continue
+      busy.add(url)
+      void fetch(url)
+        .then((response) => response.text().then((text) => ({ ok: response.ok, size: text.length })))
+        .then(
+          ({ ok, size }) => {
+            if (ok) counts.scrapes++
+            else counts.failures++
+            counts.bytes = size
+          },
+          () => {
+            counts.failures++
+          }
+        )
+        .finally(() => busy.delete(url))
+    }
+  }, millis)
+  return { counts, stop: () => clearInterval(timer) }
 }
