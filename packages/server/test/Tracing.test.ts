@@ -7,9 +7,10 @@
  */
 import { randomUUID } from "node:crypto"
 import { createServer, type Server } from "node:http"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Logger, Option, Redacted, References } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
+import * as Tracing from "../src/observability/Tracing.ts"
 import { ProviderConnector, ProviderLinkId } from "../src/providers/ProviderConnector.ts"
 import * as StripeConnector from "../src/providers/StripeConnector.ts"
 import { startFakeStripe } from "./support/FakeStripe.ts"
@@ -95,7 +96,11 @@ describe.each(databases)("tracing on %s", (database) => {
   })
 
   it("exports a span per request from its traceparent, with SQL, provider and webhook spans, and its logs", async () => {
-    const server = await startServer(database, { otlpUrl: Option.some(collector.url) }, { logLevel: "Info" })
+    const server = await startServer(
+      database,
+      { otlpUrl: Option.some(collector.url) },
+      { logLevel: "Info" }
+    )
     const shop = await server.createApplication({ webhook_url: receiver.url("/traced") })
     const traceId = hex(32)
     const parentId = hex(16)
@@ -176,6 +181,21 @@ describe.each(databases)("tracing on %s", (database) => {
     expect(collector.spans.filter((span) => span.traceId === traceId).length).toBeGreaterThan(1)
   })
 
+  it("KASSA_OTLP_LOG_LEVEL=warn exports no request's own log line (it stays on stdout); its spans as before", async () => {
+    const server = await startServer(
+      database,
+      { otlpUrl: Option.some(collector.url), otlpLogLevel: "Warn" },
+      { logLevel: "Info" }
+    )
+    const shop = await server.createApplication()
+    const created = await createPayment(server, shop.testKey)
+    expect(created.status).toBe(201)
+    await server.close()
+    const requestId = created.headers.get("request-id")
+    expect(collector.spans.some((span) => attribute(span.attributes, "kassa.request_id") === requestId)).toBe(true)
+    expect(collector.logs.some((record) => attribute(record.attributes, "request_id") === requestId)).toBe(false)
+  })
+
   it("exports nothing when no OTLP endpoint is set", async () => {
     const before = collector.paths.length
     const server = await startServer(database)
@@ -183,6 +203,47 @@ describe.each(databases)("tracing on %s", (database) => {
     expect((await createPayment(server, shop.testKey)).status).toBe(201)
     await server.close()
     expect(collector.paths.length).toBe(before)
+  })
+})
+
+describe("KASSA_OTLP_LOG_LEVEL", () => {
+  it("passes on the lines at the level or above, every line at All, and is read in any case", async () => {
+    const seen: Array<string> = []
+    const inner = Logger.make<unknown, void>(
+      (options) => void seen.push(`${options.logLevel} ${String(options.message)}`)
+    )
+    const logAll = Effect.gen(function* () {
+      yield* Effect.logDebug("debug")
+      yield* Effect.logInfo("info")
+      yield* Effect.logWarning("warn")
+      yield* Effect.logError("error")
+    }).pipe(Effect.provideService(References.MinimumLogLevel, "All"))
+    for (const [minimum, expected] of [
+      ["Warn", ["Warn warn", "Error error"]],
+      ["Info", ["Info info", "Warn warn", "Error error"]],
+      ["All", ["Debug debug", "Info info", "Warn warn", "Error error"]]
+    ] as const) {
+      seen.length = 0
+      await Effect.runPromise(logAll.pipe(Effect.provide(Logger.layer([Tracing.atLeast(inner, minimum)]))))
+      expect(seen, minimum).toEqual(expected)
+    }
+    const read = (value?: string) =>
+      Effect.runPromiseExit(
+        Effect.map(ServerConfig, (loaded) => loaded.otlpLogLevel).pipe(
+          Effect.provide(ServerConfig.layer),
+          Effect.provide(
+            ConfigProvider.layer(
+              ConfigProvider.fromEnvRecord(value === undefined ? {} : { KASSA_OTLP_LOG_LEVEL: value })
+            )
+          )
+        )
+      ).then((exit) => (Exit.isSuccess(exit) ? exit.value : String(exit.cause)))
+    expect(await read()).toBe("All")
+    expect(await read("info")).toBe("Info")
+    expect(await read(" NONE ")).toBe("None")
+    expect(await read("loud")).toContain(
+      "KASSA_OTLP_LOG_LEVEL must be one of all, fatal, error, warn, info, debug, trace, none"
+    )
   })
 })
 

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
-import { Config, Context, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Context, Duration, Effect, Layer, LogLevel, Option, Redacted } from "effect"
 import { SourceError } from "effect/ConfigProvider"
 
 export type Environment = "development" | "production"
@@ -45,6 +45,11 @@ export interface ServerSettings {
   readonly otlpUrl: Option.Option<string>
   /** Share of traces started here that are exported (0 to 1); a continued trace keeps its caller's decision. */
   readonly otlpSampleRatio: number
+  /**
+   * The least severe log line also sent over OTLP (stdout always has every line): `All` by default; `Warn` keeps each
+   * request's own line (~1 KB) out of the collector. No CPU difference measured either way (issue 23).
+   */
+  readonly otlpLogLevel: LogLevel.LogLevel
   /** How long `/readyz` answers 503 at SIGTERM before the listener closes, so a load balancer stops sending. */
   readonly drainDelay: Duration.Duration
   /** Whether a start applies pending migrations (`KASSA_MIGRATE`, default true); off → `kassa migrate` does. */
@@ -140,6 +145,24 @@ const retention = (name: string, fallback: Duration.Duration) =>
     Config.withDefault(Option.some(fallback))
   )
 
+/** A log level by name, any case (`warn`, `INFO`); `all` is every line, `none` no line. */
+const logLevel = (name: string, fallback: LogLevel.LogLevel) =>
+  Config.String(name).pipe(
+    Config.mapEffect((text) => {
+      const level = LogLevel.values.find((value) => value.toLowerCase() === text.trim().toLowerCase())
+      return level === undefined
+        ? Effect.fail(
+            new Config.ConfigError(
+              new SourceError({
+                message: `${name} must be one of ${LogLevel.values.map((value) => value.toLowerCase()).join(", ")} (got ${JSON.stringify(text)})`
+              })
+            )
+          )
+        : Effect.succeed(level)
+    }),
+    Config.withDefault(fallback)
+  )
+
 /** Reads the settings from the environment (or any ConfigProvider). */
 export const settings: Config.Config<ServerSettings> = Config.all({
   port: Config.Port("KASSA_PORT").pipe(Config.withDefault(4000)),
@@ -186,6 +209,7 @@ export const settings: Config.Config<ServerSettings> = Config.all({
     )
   ),
   otlpSampleRatio: Config.Number("KASSA_OTLP_SAMPLE_RATIO").pipe(Config.withDefault(1)),
+  otlpLogLevel: logLevel("KASSA_OTLP_LOG_LEVEL", "All"),
   drainDelay: Config.Duration("KASSA_DRAIN_DELAY").pipe(Config.withDefault(Duration.zero)),
   migrate: Config.Boolean("KASSA_MIGRATE").pipe(Config.withDefault(true)),
   allowEmbedded: Config.Boolean("KASSA_ALLOW_EMBEDDED").pipe(Config.withDefault(false)),
@@ -371,6 +395,7 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       metricsHost: "127.0.0.1",
       otlpUrl: Option.none(),
       otlpSampleRatio: 1,
+      otlpLogLevel: "All",
       drainDelay: Duration.zero,
       migrate: true,
       allowEmbedded: false,

@@ -6,7 +6,7 @@
  * exporter, and `traceparent` is how outgoing calls (webhooks, the payment provider) carry the current span on.
  */
 import { AsyncLocalStorage } from "node:async_hooks"
-import { Effect, Layer, Option, Tracer } from "effect"
+import { Effect, Layer, Logger, LogLevel, Option, Tracer } from "effect"
 import { FetchHttpClient, HttpTraceContext } from "effect/http"
 import { OtlpExporter, OtlpLogger, OtlpSerialization, OtlpTracer } from "effect/observability"
 import type Stripe from "stripe"
@@ -31,7 +31,21 @@ export const sampled = (inner: Tracer.Tracer, ratio: number, random: () => numbe
         context: inner.context
       })
 
-/** Exporters for the configured endpoint; an empty layer without one. Log lines keep going to stdout as well. */
+/**
+ * The lines of `minimum` severity or above, passed on to `inner`: the OTLP log exporter sits behind this, so an
+ * operator can keep the per-request lines (stdout has them all) out of the collector.
+ */
+export const atLeast = <M>(inner: Logger.Logger<M, void>, minimum: LogLevel.LogLevel): Logger.Logger<M, void> =>
+  minimum === "All"
+    ? inner
+    : Logger.make((options) => {
+        if (LogLevel.isGreaterThanOrEqualTo(options.logLevel, minimum)) inner.log(options)
+      })
+
+/**
+ * Exporters for the configured endpoint; an empty layer without one. Log lines keep going to stdout as well; over OTLP
+ * only those at `KASSA_OTLP_LOG_LEVEL` or above.
+ */
 export const layer = Layer.unwrap(
   Effect.gen(function* () {
     const config = yield* ServerConfig
@@ -47,7 +61,17 @@ export const layer = Layer.unwrap(
         sampled(otlp, config.otlpSampleRatio)
       )
     ).pipe(Layer.provideMerge(OtlpExporter.layerFlusher))
-    return Layer.mergeAll(tracer, OtlpLogger.layer({ url: `${base}/v1/logs`, resource, mergeWithExisting: true })).pipe(
+    const logs = Logger.layer(
+      config.otlpLogLevel === "None"
+        ? []
+        : [
+            Effect.map(OtlpLogger.make({ url: `${base}/v1/logs`, resource }), (otlp) =>
+              atLeast(otlp, config.otlpLogLevel)
+            )
+          ],
+      { mergeWithExisting: true }
+    ).pipe(Layer.provideMerge(OtlpExporter.layerFlusher))
+    return Layer.mergeAll(tracer, logs).pipe(
       Layer.provide(OtlpSerialization.layerJson),
       Layer.provide(FetchHttpClient.layer)
     )
