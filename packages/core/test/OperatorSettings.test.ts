@@ -21,6 +21,17 @@ describe("OperatorSettings", () => {
     expect(read("name", "")).toEqual(Result.succeed(""))
   })
 
+  it("says which webhook_url rule failed: not a URL, or too long", () => {
+    const message = (value: string) =>
+      Result.match(Schema.decodeUnknownResult(OperatorSettings.WebhookUrl)(value), {
+        onSuccess: () => "accepted",
+        onFailure: (error) => error.message
+      })
+    expect(message(`https://hooks.example/${"x".repeat(2048)}`)).toBe("webhook_url must be at most 2048 characters")
+    expect(message("ftp://hooks.example/")).toContain("must be an absolute http or https URL")
+    expect(message(`https://hooks.example/${"x".repeat(2000)}`)).toBe("accepted")
+  })
+
   it("reads flags: lists comma-separated, none or nothing clears an optional setting", () => {
     expect(OperatorSettings.fromFlag("ip_allowlist", "10.0.0.1, 10.0.0.2")).toEqual(["10.0.0.1", "10.0.0.2"])
     expect(OperatorSettings.fromFlag("return_url_host", "none")).toBeNull()

@@ -71,9 +71,11 @@ export const ReturnUrlHost = Schema.String.check(
 )
 
 /** `webhook_url`: an absolute http(s) URL (https only in production, see {@link ruleErrors}). */
-export const WebhookUrl = HttpUrl.check(
+// Each rule keeps its own message: an annotation after the length check would replace that check's message only,
+// so an over-long URL would be reported as not a URL.
+export const WebhookUrl = HttpUrl.annotate({ message: "webhook_url must be an absolute http or https URL" }).check(
   Schema.isMaxLength(2048, { message: "webhook_url must be at most 2048 characters" })
-).annotate({ message: "webhook_url must be an absolute http or https URL" })
+)
 
 /** Decisions §7: in production a webhook URL must be https (for a URL `WebhookUrl` accepted). */
 export const insecureInProduction = (url: string, production: boolean): boolean =>
