@@ -96,11 +96,7 @@ describe.each(databases)("tracing on %s", (database) => {
   })
 
   it("exports a span per request from its traceparent, with SQL, provider and webhook spans, and its logs", async () => {
-    const server = await startServer(
-      database,
-      { otlpUrl: Option.some(collector.url) },
-      { logLevel: "Info" }
-    )
+    const server = await startServer(database, { otlpUrl: Option.some(collector.url) }, { logLevel: "Info" })
     const shop = await server.createApplication({ webhook_url: receiver.url("/traced") })
     const traceId = hex(32)
     const parentId = hex(16)
