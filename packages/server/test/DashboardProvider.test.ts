@@ -211,6 +211,9 @@ describe.each(databases)("the dashboard's view of Stripe on %s", (database) => {
     expect(read.status, read.html).toBe(303)
     expect(read.location).toBe("/dashboard/operator/provider?notice=provider_read")
     expect(await statusOf(payment.id)).toBe("paid")
+    // How it was settled, as its page says (issue 22 §3).
+    const [settled] = await query(server, (sql) => sql`SELECT settled_via FROM payments WHERE id = ${payment.id}`)
+    expect(settled?.settled_via).toBe("operator_read")
     const events = await eventsOf(server, payment.id)
     expect(events.map((event) => event.event)).toEqual(["payment.paid"])
     const after = await operatorClient.get("/dashboard/operator/provider?notice=provider_read")

@@ -475,6 +475,8 @@ describe.each(databases)("live payments on %s", (database) => {
     await server.run(Effect.flatMap(ProviderReconciler, (reconciler) => reconciler.reconcile))
     await eventually(async () => (await statusOf(shop.liveKey, payment.id)) === "paid", "the read that finds it paid")
     expect(await eventNames(payment.id)).toEqual(["payment.paid"])
+    const [settled] = await query(server, (sql) => sql`SELECT settled_via FROM payments WHERE id = ${payment.id}`)
+    expect(settled?.settled_via).toBe("provider_read")
     expect(await checkoutRow(payment.id)).toMatchObject({ next_read_at: null })
     // The event, when it arrives after all, changes nothing.
     await fake.release()
