@@ -15,25 +15,11 @@ import {
   paymentFilterFields,
   withFilters
 } from "./PaymentFilterFields.ts"
+import type { PaymentSummary } from "./Views.ts"
 
 /** The search's filters with the application's. */
 export interface OperatorPaymentFilters extends PaymentFilterForm {
   readonly application: string
-}
-
-export interface PaymentItem {
-  readonly id: string
-  readonly applicationId: string
-  readonly applicationName: string
-  readonly mode: string
-  readonly status: string
-  readonly amount: number
-  readonly refundedAmount: number
-  readonly currency: string
-  readonly method: string
-  readonly orderReference: string
-  readonly customerEmail: string | null
-  readonly createdAt: Date
 }
 
 const path = "/dashboard/operator/payments"
@@ -45,7 +31,7 @@ export const paymentsPage = (view: {
   /** Whether any filter is set. */
   readonly active: boolean
   readonly applications: ReadonlyArray<ApplicationChoice>
-  readonly payments: ReadonlyArray<PaymentItem>
+  readonly payments: ReadonlyArray<PaymentSummary>
   readonly next: string | null
 }): DashboardPage => {
   const { filters, active } = view
