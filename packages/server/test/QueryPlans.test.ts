@@ -27,7 +27,7 @@ import type { ProviderLinkId } from "../src/providers/ProviderConnector.ts"
 import * as Retention from "../src/retention/Retention.ts"
 import { DeliveryRepository } from "../src/webhooks/DeliveryRepository.ts"
 import { pendingPayment, query } from "./support/PaymentFixtures.ts"
-import { expr, literal, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
+import { everyStatus, expr, oneAmongMany, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
 import { capturePlans, type Explained, indexesOf, nodes, type PlanNode, seqScansOf } from "./support/PlanCapture.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
@@ -63,20 +63,14 @@ describe.each(databases)("query plans on %s", (database) => {
       server,
       paymentsInsert(
         {
-          application_id: expr(
-            `CASE WHEN i % 50 = 0 THEN ${literal(appId)}::uuid ELSE ${literal(other.application.id)}::uuid END`
-          ),
-          mode: expr("CASE WHEN i % 4 = 0 THEN 'test' ELSE 'live' END"),
-          status: expr("s.status"),
+          ...oneAmongMany(appId, other.application.id),
           refunded_amount: expr("CASE WHEN s.status = 'refunded' THEN 1000 ELSE 0 END"),
           order_reference: expr("'order-' || i"),
           expires_at: expr("now() - interval '1 hour' * (20000 - i) + interval '1 hour'"),
           paid_at: expr("CASE WHEN s.status IN ('paid', 'refunded') THEN now() END"),
           created_at: expr("now() - interval '1 hour' * (20000 - i)")
         },
-        `generate_series(1, 20000) i
-          CROSS JOIN LATERAL (SELECT (ARRAY['paid', 'failed', 'expired', 'cancelled', 'refunded', 'paid'])[1 + i % 6]
-            AS status) s`
+        everyStatus(20000)
       )
     )
     await seedPayments(

@@ -13,7 +13,7 @@ import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as PaymentSearch from "../src/dashboard/PaymentSearch.ts"
 import { query } from "./support/PaymentFixtures.ts"
-import { expr, literal, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
+import { everyStatus, expr, oneAmongMany, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
 import { capturePlans, type Explained, indexesOf, seqScansOf } from "./support/PlanCapture.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
@@ -34,11 +34,7 @@ describe.each(databases)("payment search plans on %s", (database) => {
       server,
       paymentsInsert(
         {
-          application_id: expr(
-            `CASE WHEN i % 50 = 0 THEN ${literal(appId)}::uuid ELSE ${literal(other.application.id)}::uuid END`
-          ),
-          mode: expr("CASE WHEN i % 4 = 0 THEN 'test' ELSE 'live' END"),
-          status: expr("s.status"),
+          ...oneAmongMany(appId, other.application.id),
           amount: expr("100 + (i * 7919) % 50000"),
           refunded_amount: expr("CASE WHEN s.status = 'refunded' THEN 100 + (i * 7919) % 50000 ELSE 0 END"),
           currency: expr("CASE WHEN i % 5 = 0 THEN 'USD' ELSE 'EUR' END"),
@@ -51,9 +47,7 @@ describe.each(databases)("payment search plans on %s", (database) => {
           expires_at: expr("now() - interval '1 hour' * (20000 - i) + interval '1 hour'"),
           created_at: expr("now() - interval '1 hour' * (20000 - i)")
         },
-        `generate_series(1, 20000) i
-          CROSS JOIN LATERAL (SELECT (ARRAY['paid', 'failed', 'expired', 'cancelled', 'refunded', 'paid'])[1 + i % 6]
-            AS status) s`
+        everyStatus(20000)
       )
     )
     const [row] = await query(server, (sql) => sql`SELECT id FROM payments WHERE application_id = ${appId} LIMIT 1`)

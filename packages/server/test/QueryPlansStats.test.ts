@@ -14,7 +14,7 @@ import { DailyStats, statements } from "../src/stats/DailyStats.ts"
 import * as StatsDays from "../src/stats/StatsDays.ts"
 import * as StatsReads from "../src/stats/StatsReads.ts"
 import { query } from "./support/PaymentFixtures.ts"
-import { expr, literal, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
+import { everyStatus, expr, oneAmongMany, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
 import { capturePlans, type Explained, indexesOf, type PlanNode, seqScansOf } from "./support/PlanCapture.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
@@ -36,11 +36,7 @@ describe.each(databases)("the roll-up's and the overviews' plans on %s", (databa
       server,
       paymentsInsert(
         {
-          application_id: expr(
-            `CASE WHEN i % 50 = 0 THEN ${literal(appId)}::uuid ELSE ${literal(other.application.id)}::uuid END`
-          ),
-          mode: expr("CASE WHEN i % 4 = 0 THEN 'test' ELSE 'live' END"),
-          status: expr("s.status"),
+          ...oneAmongMany(appId, other.application.id),
           currency: expr("CASE WHEN i % 3 = 0 THEN 'USD' ELSE 'EUR' END"),
           refunded_amount: expr("CASE WHEN s.status = 'refunded' THEN 1000 ELSE 0 END"),
           order_reference: expr("'order-' || i"),
@@ -48,9 +44,7 @@ describe.each(databases)("the roll-up's and the overviews' plans on %s", (databa
           paid_at: expr("CASE WHEN s.status IN ('paid', 'refunded') THEN now() END"),
           created_at: expr("now() - interval '3 minutes' * (20000 - i)")
         },
-        `generate_series(1, 20000) i
-          CROSS JOIN LATERAL (SELECT (ARRAY['paid', 'failed', 'expired', 'cancelled', 'refunded', 'paid'])[1 + i % 6]
-            AS status) s`
+        everyStatus(20000)
       )
     )
     await query(

@@ -121,3 +121,19 @@ export const seedPayments = (server: RunningServer, statement: string) =>
 
 /** Inserts one payment (see {@link paymentInsert}). */
 export const insertPayment = (server: RunningServer, seed: PaymentSeed) => seedPayments(server, paymentInsert(seed))
+
+/**
+ * The plan tests' population: one merchant among many (1 payment in 50 is `appId`'s, the rest `otherId`'s), test mode
+ * for 1 in 4, and `s.status` cycling through every status a payment ends in (paid twice as often). Spread into
+ * `paymentsInsert`'s columns, with {@link everyStatus} as its source.
+ */
+export const oneAmongMany = (appId: string, otherId: string) => ({
+  application_id: expr(`CASE WHEN i % 50 = 0 THEN ${literal(appId)}::uuid ELSE ${literal(otherId)}::uuid END`),
+  mode: expr("CASE WHEN i % 4 = 0 THEN 'test' ELSE 'live' END"),
+  status: expr("s.status")
+})
+
+/** Rows `i` = 1 … `count`, each with its `s.status` (see {@link oneAmongMany}). */
+export const everyStatus = (count: number) => `generate_series(1, ${count}) i
+  CROSS JOIN LATERAL (SELECT (ARRAY['paid', 'failed', 'expired', 'cancelled', 'refunded', 'paid'])[1 + i % 6]
+    AS status) s`
