@@ -155,6 +155,19 @@ ${methodChoice}
 const backToShop = (payment: Payment.Payment, m: CheckoutMessages.CheckoutMessages) =>
   payment.return_url === null ? "" : html`<p><a href="${payment.return_url}">${m.backToShop}</a></p>`
 
+/** The card of a payment's status: the shop's logo, the status as a heading, the summary, then `after`. */
+const statusCard = (
+  subject: CheckoutSubject,
+  m: CheckoutMessages.CheckoutMessages,
+  after: Html
+) => html`<div class="card">
+${logo(subject)}
+<h1>${m.status[subject.payment.status]}</h1>
+${summary(subject, m)}
+<p><span class="status ${subject.payment.status}">${subject.payment.status}</span></p>
+${after}
+</div>`
+
 /**
  * A payment that is no longer pending (or was just decided here): its status, and the way back to the shop.
  * `note` picks a message (a live payment still pending is completed at its provider).
@@ -167,14 +180,12 @@ export const statusPage = (subject: CheckoutSubject, note?: "completedAtProvider
     tag: payment.mode === "test" ? m.testMode : undefined,
     narrow: true,
     lang,
-    body: html`<div class="card">
-${logo(subject)}
-<h1>${m.status[payment.status]}</h1>
-${summary(subject, m)}
-<p><span class="status ${payment.status}">${payment.status}</span></p>
-${note === undefined ? "" : html`<p class="muted">${m[note]}</p>`}
-${backToShop(payment, m)}
-</div>`
+    body: statusCard(
+      subject,
+      m,
+      html`${note === undefined ? "" : html`<p class="muted">${m[note]}</p>`}
+${backToShop(payment, m)}`
+    )
   })
 }
 
@@ -230,12 +241,6 @@ export const returnPage = (subject: CheckoutSubject): Html => {
     title: titleOf(subject, m.status[payment.status]),
     narrow: true,
     lang,
-    body: html`<div class="card">
-${logo(subject)}
-<h1>${m.status[payment.status]}</h1>
-${summary(subject, m)}
-<p><span class="status ${payment.status}">${payment.status}</span></p>
-<p class="muted">${m.providerNotConfirmed}</p>
-</div>`
+    body: statusCard(subject, m, html`<p class="muted">${m.providerNotConfirmed}</p>`)
   })
 }
