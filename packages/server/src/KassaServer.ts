@@ -27,6 +27,7 @@ import * as DocsRoutes from "./http/DocsRoutes.ts"
 import { EventsHandlers } from "./http/EventsHandlers.ts"
 import { HealthHandlers, ProbeRoutes, probeRoutes } from "./http/HealthHandlers.ts"
 import * as MetricsServer from "./http/MetricsServer.ts"
+import * as PaymentFetchLane from "./http/PaymentFetchLane.ts"
 import { PaymentsHandlers } from "./http/PaymentsHandlers.ts"
 import * as ProviderWebhookRoutes from "./http/ProviderWebhookRoutes.ts"
 import * as ResponseMiddleware from "./http/ResponseMiddleware.ts"
@@ -141,15 +142,32 @@ class DrainingServer extends Server {
   /** The listener closes this long after, so a load balancer probing `/readyz` stops sending first. */
   private readonly drainDelay: number
 
-  constructor(options: ServerOptions, readiness: ReadinessState, drainDelay: number) {
+  /** Requests it answers itself, below effect's router (PaymentFetchLane); false hands one to the router. */
+  private readonly lane: (request: IncomingMessage, response: ServerResponse) => boolean
+
+  constructor(
+    options: ServerOptions,
+    readiness: ReadinessState,
+    drainDelay: number,
+    lane: (request: IncomingMessage, response: ServerResponse) => boolean
+  ) {
     super(options)
     this.readiness = readiness
     this.drainDelay = drainDelay
-    this.on("request", (_request: IncomingMessage, response: ServerResponse) => {
+    this.lane = lane
+  }
+
+  /** Every request is seen here first: counted for the drain, then answered by the lane or by effect's server. */
+  // biome-ignore lint/suspicious/noExplicitAny: Node's own signature for `emit`.
+  override emit(event: string, ...args: Array<any>): boolean {
+    if (event === "request") {
+      const [request, response] = args as [IncomingMessage, ServerResponse]
       if (this.draining) response.shouldKeepAlive = false
       this.unanswered.add(response)
       response.once("close", () => this.unanswered.delete(response))
-    })
+      if (this.lane(request, response)) return true
+    }
+    return super.emit(event, ...args)
   }
 
   override close(callback?: (error?: Error) => void): this {
@@ -220,6 +238,7 @@ const HttpServerLive = Layer.unwrap(
     const readiness = yield* Readiness
     // The logger and metrics registry that connection refusals are reported to (ConnectionLimits).
     const context = yield* Effect.context<never>()
+    const lane = yield* PaymentFetchLane.make
     const receive = millis(config.requestReceiveTimeout)
     const createServer = () => {
       const server = new DrainingServer(
@@ -231,7 +250,8 @@ const HttpServerLive = Layer.unwrap(
           connectionsCheckingInterval: Math.min(1000, Math.max(50, Math.round(receive / 4)))
         },
         readiness,
-        Duration.toMillis(config.drainDelay)
+        Duration.toMillis(config.drainDelay),
+        lane
       )
       server.on("clientError", answerClientError)
       ConnectionLimits.attach(server, config, context)

@@ -10,32 +10,25 @@
 import { ApiError, type Application, Authentication } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { NetAddress } from "effect/net"
 import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
 import type { StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ClientAddress } from "./ClientAddress.ts"
 import * as IpAllowList from "./IpAllowList.ts"
 import * as RateLimit from "./RateLimit.ts"
 
-// RFC 9110 §15.5.2: a 401 names the scheme the client should use.
+/** The `WWW-Authenticate` challenge a 401 carries (RFC 9110 §15.5.2: it names the scheme to use). */
+export const challengeHeader = 'Bearer realm="kassa"'
+
 const challenge = HttpEffect.appendPreResponseHandler((_request, response) =>
-  Effect.succeed(HttpServerResponse.setHeader(response, "www-authenticate", 'Bearer realm="kassa"'))
+  Effect.succeed(HttpServerResponse.setHeader(response, "www-authenticate", challengeHeader))
 )
 
-const unauthenticated = () =>
-  challenge.pipe(
-    Effect.andThen(
-      Effect.fail(
-        new ApiError.Unauthenticated({
-          message: "No API key: send it in the header `Authorization: Bearer <API key>`."
-        })
-      )
-    )
-  )
+const unauthenticated = Effect.fail(
+  new ApiError.Unauthenticated({ message: "No API key: send it in the header `Authorization: Bearer <API key>`." })
+)
 
-const invalidApiKey = () =>
-  challenge.pipe(
-    Effect.andThen(Effect.fail(new ApiError.InvalidApiKey({ message: "The API key is unknown, revoked or rolled." })))
-  )
+const invalidApiKey = Effect.fail(new ApiError.InvalidApiKey({ message: "The API key is unknown, revoked or rolled." }))
 
 /** The refusal for an application that may not use the API, or none when it is active. */
 const statusRefusal = (
@@ -79,13 +72,37 @@ export type Refusal =
   | ApiError.IpNotAllowed
   | ApiError.RateLimited
 
+/** A key that passed every check before the rate limit, with the rate limit's decision (refused or not). */
+export interface Verified {
+  readonly caller: Caller
+  readonly application: StoredApplication
+  readonly decision: RateLimit.RateLimitDecision
+}
+
+/** The 429 of a decision that refused the request. */
+export const rateLimited = (decision: RateLimit.RateLimitDecision) =>
+  new ApiError.RateLimited({
+    message: `Too many requests with this API key: at most ${decision.limit} a minute. Retry after ${decision.retryAfterSeconds} s.`,
+    retryAfterSeconds: decision.retryAfterSeconds
+  })
+
 /**
- * The checks themselves, shared by the endpoints' middleware and the route fallback (an unknown `/api/v1` path is
- * answered 404 only after them). One instance per server, so both count against the same rate-limit budget.
+ * The checks themselves, shared by the endpoints' middleware, the route fallback (an unknown `/api/v1` path is
+ * answered 404 only after them) and the fetch lane (PaymentFetchLane). One instance per server, so all count against
+ * the same rate-limit budget.
  */
 export class MerchantAuth extends Context.Service<
   MerchantAuth,
   {
+    /**
+     * Every check up to and including counting the request; a refused count is the decision's, not a failure, so the
+     * caller can put its headers on the 429. `clientAddress` is asked only when the application has an allow-list.
+     */
+    readonly verify: (
+      credential: Redacted.Redacted<string>,
+      clientAddress: () => Option.Option<NetAddress.IpAddress>
+    ) => Effect.Effect<Verified, Exclude<Refusal, ApiError.RateLimited>>
+    /** {@link verify} for a request of effect's HTTP server: the rate-limit headers and the 401 challenge set on its answer. */
     readonly check: (
       credential: Redacted.Redacted<string>
     ) => Effect.Effect<
@@ -103,13 +120,15 @@ export class MerchantAuth extends Context.Service<
       const rateLimit = yield* RateLimit.RateLimit
 
       // Untraced: on every request, and a traced Effect.fn captures a stack trace and opens a span on each call.
-      const check = Effect.fnUntraced(function* (credential: Redacted.Redacted<string>) {
+      const verify = Effect.fnUntraced(function* (
+        credential: Redacted.Redacted<string>,
+        addressOf: () => Option.Option<NetAddress.IpAddress>
+      ) {
         // A missing header, another scheme or `Bearer ` with nothing after it all arrive as an empty credential.
         const token = Redacted.value(credential)
-        if (token.length === 0) return yield* unauthenticated()
-
+        if (token.length === 0) return yield* unauthenticated
         const found = yield* keys.authenticate(token)
-        if (Option.isNone(found)) return yield* invalidApiKey()
+        if (Option.isNone(found)) return yield* invalidApiKey
         const { key, application } = found.value
         // `last_used_at` is kept to the minute: the row just read says whether this request needs to write it.
         const now = yield* DateTime.now
@@ -119,37 +138,39 @@ export class MerchantAuth extends Context.Service<
         ) {
           yield* keys.touch(key.id)
         }
-
         const refused = statusRefusal(application.status)
         if (Option.isSome(refused)) return yield* refused.value
-
-        const request = yield* HttpServerRequest.HttpServerRequest
         // Without an allow-list every address may call: the client's address is then not worked out at all.
-        if (
-          application.ip_allowlist.length > 0 &&
-          !IpAllowList.allows(application.ip_allowlist, clientAddress.of(request))
-        ) {
+        if (application.ip_allowlist.length > 0 && !IpAllowList.allows(application.ip_allowlist, addressOf())) {
           return yield* new ApiError.IpNotAllowed({
             message: "Requests from this address are not allowed for this application."
           })
         }
-
         const decision = yield* rateLimit.consume(key.id, application.rate_limit_per_minute)
-        // On the final response, whatever the endpoint answers (success, error or 500).
-        yield* HttpEffect.appendPreResponseHandler((_request, response) =>
-          Effect.succeed(HttpServerResponse.setHeaders(response, RateLimit.headers(decision)))
-        )
-        if (!decision.allowed) {
-          return yield* new ApiError.RateLimited({
-            message: `Too many requests with this API key: at most ${decision.limit} a minute. Retry after ${decision.retryAfterSeconds} s.`,
-            retryAfterSeconds: decision.retryAfterSeconds
-          })
-        }
         const caller: Caller = { applicationId: application.id, mode: key.mode, keyId: key.id }
-        return { caller, application }
+        return { caller, application, decision } satisfies Verified
       })
 
-      return MerchantAuth.of({ check })
+      const check = (credential: Redacted.Redacted<string>) =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          verify(credential, () => clientAddress.of(request)).pipe(
+            Effect.tapError((refusal) =>
+              refusal._tag === "Unauthenticated" || refusal._tag === "InvalidApiKey" ? challenge : Effect.void
+            ),
+            Effect.flatMap(({ caller, application, decision }) =>
+              // On the final response, whatever the endpoint answers (success, error or 500).
+              HttpEffect.appendPreResponseHandler((_request, response) =>
+                Effect.succeed(HttpServerResponse.setHeaders(response, RateLimit.headers(decision)))
+              ).pipe(
+                Effect.andThen(
+                  decision.allowed ? Effect.succeed({ caller, application }) : Effect.fail(rateLimited(decision))
+                )
+              )
+            )
+          )
+        )
+
+      return MerchantAuth.of({ verify, check })
     })
   ).pipe(Layer.provide([RateLimit.RateLimit.layer, ClientAddress.layer]))
 }

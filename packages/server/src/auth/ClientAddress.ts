@@ -51,6 +51,8 @@ export class ClientAddress extends Context.Service<
   ClientAddress,
   {
     readonly of: (request: HttpServerRequest.HttpServerRequest) => Option.Option<NetAddress.IpAddress>
+    /** `of`, given the socket peer and the `X-Forwarded-For` header (a request below the router). */
+    readonly ofPeer: (peer: string | undefined, forwardedFor: string | undefined) => Option.Option<NetAddress.IpAddress>
     /** The same address as text, for audit entries and payer records; null when it cannot be told. */
     readonly text: (request: HttpServerRequest.HttpServerRequest) => string | null
   }
@@ -72,6 +74,7 @@ export class ClientAddress extends Context.Service<
         resolve({ peer: request.peerAddress, forwardedFor: request.headers["x-forwarded-for"], trustedProxies })
       return ClientAddress.of({
         of,
+        ofPeer: (peer, forwardedFor) => resolve({ peer: Option.fromUndefinedOr(peer), forwardedFor, trustedProxies }),
         text: (request) => Option.match(of(request), { onNone: () => null, onSome: NetAddress.formatIp })
       })
     })

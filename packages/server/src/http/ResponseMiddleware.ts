@@ -29,7 +29,7 @@ import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import * as RouteFallback from "./RouteFallback.ts"
 
-const serverError = HttpServerResponse.jsonUnsafe(
+export const serverError = HttpServerResponse.jsonUnsafe(
   ApiError.toWire(new ApiError.ServerError({ message: "Something went wrong on our side. Retrying is safe." })),
   { status: 500 }
 )
@@ -65,7 +65,7 @@ const isDeadlineExceeded = (cause: Cause.Cause<unknown>) =>
  * One timer and an observer of the fiber, not `timeoutOption`'s race of fibers, and the interruption signalled
  * without a fiber of its own: this runs on every request (the race cost 50–100 µs of CPU a GET in `pnpm bench`).
  */
-const within = <A, E, R, B, E2>(
+export const within = <A, E, R, B, E2>(
   effect: Effect.Effect<A, E, R>,
   millis: number,
   settle: (fiber: Fiber.Fiber<A, E>, exit: Exit.Exit<A, E> | undefined) => Effect.Effect<B, E2>
@@ -100,11 +100,50 @@ export const withDeadline = <A, E, R>(
     exit === undefined ? Effect.succeedNone : Effect.asSome(exit)
   )
 
+/** The id a request is known by: in its `Request-Id` header, its log lines and its span. */
+export const newRequestId = () => `req_${crypto.randomUUID().replaceAll("-", "")}`
+
+/** A request past its deadline: logged, answered `server_error` with `Retry-After`. */
+export const timedOut = (id: string, deadline: Duration.Duration) =>
+  Effect.logWarning("Request exceeded its deadline; answered server_error").pipe(
+    Effect.annotateLogs({ request_id: id, deadline: Duration.format(deadline) }),
+    Effect.as(overDeadline)
+  )
+
+/**
+ * The answer to a request whose work failed: a handler that gave up before the deadline is answered like one past
+ * it, a 5xx is logged with its cause and answered `server_error` without internals, anything else as effect renders it.
+ */
+export const failureAnswer = (cause: Cause.Cause<unknown>) =>
+  isDeadlineExceeded(cause)
+    ? Effect.logWarning("Request gave up waiting; answered server_error", Cause.pretty(cause)).pipe(
+        Effect.as(overDeadline)
+      )
+    : HttpServerError.causeResponse(cause).pipe(
+        Effect.flatMap(([response]) =>
+          response.status >= 500
+            ? Effect.logError("Request failed", Cause.pretty(cause)).pipe(Effect.as(serverError))
+            : Effect.succeed(response)
+        )
+      )
+
+/** The one line logged per request, with the id the client sees (the router's own request log is off). */
+export const accessLog = (id: string, method: string, path: string, status: number, started: number) =>
+  Effect.logInfo("Sent HTTP response").pipe(
+    Effect.annotateLogs({
+      request_id: id,
+      "http.method": method,
+      "http.path": path,
+      "http.status": status,
+      duration_ms: Math.round(performance.now() - started)
+    })
+  )
+
 /** The template of the route the router matched in `fiber`'s context (`/api/v1/payments/:id`), if it did. */
 const matchedRoute = (fiber: Fiber.Fiber<unknown, unknown>) =>
   Context.getOrUndefined(fiber.context, HttpRouter.RouteContext)?.route.path
 
-const apiHeaders = (id: string) => ({
+export const apiHeaders = (id: string) => ({
   "request-id": id,
   "x-content-type-options": "nosniff",
   "cache-control": "no-store"
@@ -157,18 +196,13 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
       }
 
       const deadline = Duration.toMillis(requestDeadline)
-      const timedOut = (id: string) =>
-        Effect.logWarning("Request exceeded its deadline; answered server_error").pipe(
-          Effect.annotateLogs({ request_id: id, deadline: Duration.format(requestDeadline) }),
-          Effect.as(overDeadline)
-        )
 
       // Every failure is answered here; the declared `unhandled` only satisfies the router's typing.
       return (
         effect
       ): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled, HttpServerRequest.HttpServerRequest> =>
         Effect.withFiber((parent) => {
-          const id = `req_${crypto.randomUUID().replaceAll("-", "")}`
+          const id = newRequestId()
           const started = performance.now()
           const request = Context.getUnsafe(parent.context, HttpServerRequest.HttpServerRequest)
           // The request's span (effect's HTTP tracer, a parent taken from `traceparent`) carries the id the client
@@ -191,25 +225,13 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
                 ? unrouted(request)
                 : Effect.fail(error)
             ),
-            Effect.catchCause((cause) =>
-              isDeadlineExceeded(cause)
-                ? Effect.logWarning("Request gave up waiting; answered server_error", Cause.pretty(cause)).pipe(
-                    Effect.as(overDeadline)
-                  )
-                : HttpServerError.causeResponse(cause).pipe(
-                    Effect.flatMap(([response]) =>
-                      response.status >= 500
-                        ? Effect.logError("Request failed", Cause.pretty(cause)).pipe(Effect.as(serverError))
-                        : Effect.succeed(response)
-                    )
-                  )
-            ),
+            Effect.catchCause(failureAnswer),
             Effect.annotateLogs({ request_id: id })
           )
           return within(answered, deadline, (fiber, exit) => {
             // A request past its deadline counts under the route it reached: its work is still in it.
             const label = route ?? matchedRoute(fiber) ?? "unmatched"
-            const answer = exit === undefined ? timedOut(id) : exit
+            const answer = exit === undefined ? timedOut(id, requestDeadline) : exit
             return Effect.flatMap(answer, (response) => {
               const query = request.url.indexOf("?")
               const path = query === -1 ? request.url : request.url.slice(0, query)
@@ -221,15 +243,7 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
                 Metrics.secondsSince(started)
               )
               if (label === "unmatched") annotated?.attribute("http.route", label)
-              // One line per request, with the id the client sees (the router's own request log is off).
-              return Effect.logInfo("Sent HTTP response").pipe(
-                Effect.annotateLogs({
-                  request_id: id,
-                  "http.method": request.method,
-                  "http.path": path,
-                  "http.status": response.status,
-                  duration_ms: Math.round(performance.now() - started)
-                }),
+              return accessLog(id, request.method, path, response.status, started).pipe(
                 Effect.as(HttpServerResponse.setHeaders(response, isApiPath(path) ? apiHeaders(id) : pageHeaders(id)))
               )
             })
