@@ -27,6 +27,7 @@ import * as DocsRoutes from "./http/DocsRoutes.ts"
 import { EventsHandlers } from "./http/EventsHandlers.ts"
 import { HealthHandlers, ProbeRoutes, probeRoutes } from "./http/HealthHandlers.ts"
 import * as MetricsServer from "./http/MetricsServer.ts"
+import * as PaymentCreateLane from "./http/PaymentCreateLane.ts"
 import * as PaymentFetchLane from "./http/PaymentFetchLane.ts"
 import { PaymentsHandlers } from "./http/PaymentsHandlers.ts"
 import * as ProviderWebhookRoutes from "./http/ProviderWebhookRoutes.ts"
@@ -142,7 +143,7 @@ class DrainingServer extends Server {
   /** The listener closes this long after, so a load balancer probing `/readyz` stops sending first. */
   private readonly drainDelay: number
 
-  /** Requests it answers itself, below effect's router (PaymentFetchLane); false hands one to the router. */
+  /** Requests it answers itself, below effect's router (http/Lane.ts); false hands one to the router. */
   private readonly lane: (request: IncomingMessage, response: ServerResponse) => boolean
 
   constructor(
@@ -238,7 +239,10 @@ const HttpServerLive = Layer.unwrap(
     const readiness = yield* Readiness
     // The logger and metrics registry that connection refusals are reported to (ConnectionLimits).
     const context = yield* Effect.context<never>()
-    const lane = yield* PaymentFetchLane.make
+    const fetchLane = yield* PaymentFetchLane.make
+    const createLane = yield* PaymentCreateLane.make
+    const lane = (request: IncomingMessage, response: ServerResponse) =>
+      fetchLane(request, response) || createLane(request, response)
     const receive = millis(config.requestReceiveTimeout)
     const createServer = () => {
       const server = new DrainingServer(

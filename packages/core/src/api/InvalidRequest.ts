@@ -50,6 +50,9 @@ const headerName = (name: string): string =>
     .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
     .join("-")
 
+/** The answer to a body that is not JSON. */
+export const invalidJson = () => new HttpError({ message: "The request body is not valid JSON.", httpStatus: 400 })
+
 /**
  * The answer to a request whose `kind` part failed decoding, or `undefined` for failures of the server's own
  * response (`Body`, `ResponseHeaders`): those are bugs, which HttpApi answers with 500.
@@ -61,9 +64,7 @@ export const fromSchemaError = (error: HttpApiError.HttpApiSchemaError): Request
     case "Params":
       return new NotFound({ message: "No payment with this id." })
     case "Payload":
-      if (issue._tag === "InvalidValue" && issue.annotations?.message === invalidJsonMessage) {
-        return new HttpError({ message: "The request body is not valid JSON.", httpStatus: 400 })
-      }
+      if (issue._tag === "InvalidValue" && issue.annotations?.message === invalidJsonMessage) return invalidJson()
       return validationFailed(fieldErrors(issue))
     case "Query":
       return validationFailed(fieldErrors(issue))

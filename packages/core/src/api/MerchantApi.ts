@@ -29,6 +29,12 @@ export class HealthApi extends HttpApiGroup.make("health", { topLevel: true })
   )
   .annotateMerge(OpenApi.annotations({ title: "System", description: "Operations; no API key." })) {}
 
+/** How request bodies are decoded: every issue reported, unknown fields refused (the server's lanes decode so too). */
+export const payloadParseOptions = { errors: "all", onExcessProperty: "error" } as const
+
+/** How request headers are decoded: every issue reported. */
+export const headersParseOptions = { errors: "all" } as const
+
 /**
  * The API-level middleware errors are declared for every operation, but some cannot happen on some: the body answers
  * (400, 413, 415 `http_error`) need a request body, 404 for a malformed `{id}` needs a path parameter, and 422
@@ -91,9 +97,9 @@ export class MerchantApi extends HttpApi.make("kassa-merchant")
   .middleware(Authentication)
   // Added after the prefix and the middleware, so it has neither.
   .add(HealthApi)
-  .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
+  .annotate(HttpApi.PayloadParseOptions, payloadParseOptions)
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
-  .annotate(HttpApi.HeadersParseOptions, { errors: "all" })
+  .annotate(HttpApi.HeadersParseOptions, headersParseOptions)
   .annotateMerge(
     OpenApi.annotations({
       title: "Kassa merchant API",

@@ -13,6 +13,7 @@ import {
   Ids,
   MerchantApi,
   type Payment,
+  type PaymentRequests,
   PaymentsApi,
   RequestFingerprint
 } from "@kassa/core"
@@ -20,6 +21,7 @@ import { DateTime, Effect, Option } from "effect"
 import { Digest } from "effect/crypto"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import type { StoredApplication } from "../applications/ApplicationRepository.ts"
 import { AuthenticatedApplication } from "../auth/Authentication.ts"
 import { type Answer, type Claim, errorAnswer, IdempotencyStore, type Outcome } from "../ledger/IdempotencyStore.ts"
 import type { Scope } from "../ledger/PaymentRepository.ts"
@@ -104,26 +106,30 @@ export const currentScope = Effect.gen(function* () {
  * The fingerprint of the body as sent (canonical JSON, so key order and white space do not matter). No body and
  * JSON `null` read as `{}`, like the payload schemas read them.
  */
-export const fingerprintOf = (request: HttpServerRequest.HttpServerRequest) =>
+export const fingerprintOfText = (text: string) =>
   Effect.gen(function* () {
-    const text = yield* request.text
-    // HttpApi has already parsed this body successfully; a failure here is a bug.
+    // The body has already been parsed successfully (HttpApi, or the create lane); a failure here is a bug.
     const parsed: unknown = text.trim().length === 0 ? undefined : yield* Effect.try(() => JSON.parse(text))
     return yield* RequestFingerprint.fromBody(parsed === null ? undefined : parsed)
   }).pipe(Effect.orDie)
+
+/** {@link fingerprintOfText} of a request's body. */
+export const fingerprintOf = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.flatMap(Effect.orDie(request.text), fingerprintOfText)
 
 /** Runs an idempotent operation under its key and renders the outcome. */
 export const idempotent = <A, E extends Parameters<typeof errorAnswer>[0], R>(options: {
   readonly scope: Scope
   readonly key: IdempotencyKey.IdempotencyKey
   readonly path: string
-  readonly request: HttpServerRequest.HttpServerRequest
+  /** The request's fingerprint (its body's, {@link fingerprintOf}). */
+  readonly fingerprint: Effect.Effect<RequestFingerprint.RequestFingerprint, never, Digest.Digest>
   readonly work: (claim: Claim) => Effect.Effect<A, E, R>
   readonly render: (value: A) => Answer
 }) =>
   Effect.gen(function* () {
     const store = yield* IdempotencyStore
-    const fingerprint = yield* fingerprintOf(options.request)
+    const fingerprint = yield* options.fingerprint
     const outcome = yield* store.run(
       { scope: options.scope, key: options.key, method: "POST", path: options.path, fingerprint },
       (claim) =>
@@ -134,6 +140,48 @@ export const idempotent = <A, E extends Parameters<typeof errorAnswer>[0], R>(op
     )
     return toResponse(outcome)
   })
+
+/**
+ * A create as the contract's route and the create lane (PaymentCreateLane) both run it, given the decoded body and
+ * headers: without an `Idempotency-Key` the payment's 201 (a contract error fails, for the caller to render); with
+ * one, the stored or replayed answer, success or error.
+ */
+export const createAnswer = (
+  payments: MerchantPayments["Service"],
+  options: {
+    readonly scope: Scope
+    readonly headers: {
+      readonly "idempotency-key"?: IdempotencyKey.IdempotencyKey | undefined
+      readonly "kassa-simulate"?: "provider_error" | undefined
+    }
+    readonly body: PaymentRequests.CreatePaymentBody
+    readonly application: StoredApplication | undefined
+    readonly fingerprint: Effect.Effect<RequestFingerprint.RequestFingerprint, never, Digest.Digest>
+  }
+) => {
+  const key = options.headers["idempotency-key"]
+  const create = (idempotency?: Claim) =>
+    payments.create({
+      scope: options.scope,
+      body: options.body,
+      simulate: options.headers["kassa-simulate"],
+      idempotency,
+      application: options.application
+    })
+  const created = (payment: Payment.Payment) =>
+    paymentAnswer(payment, 201, { location: PaymentsApi.paymentLocation(payment.id) })
+  if (key === undefined) {
+    return Effect.map(create(), (payment) => toResponse({ answer: created(payment), replayed: false }))
+  }
+  return idempotent({
+    scope: options.scope,
+    key,
+    path: `${PaymentsApi.apiPrefix}/payments`,
+    fingerprint: options.fingerprint,
+    work: create,
+    render: created
+  })
+}
 
 export const PaymentsHandlers = HttpApiBuilder.group(
   MerchantApi.MerchantApi,
@@ -149,21 +197,13 @@ export const PaymentsHandlers = HttpApiBuilder.group(
       .handle("create", ({ payload, headers, request }) =>
         Effect.gen(function* () {
           const scope = yield* currentScope
-          const key = headers["idempotency-key"]
           const application = Option.getOrUndefined(yield* Effect.serviceOption(AuthenticatedApplication))
-          const create = (idempotency?: Claim) =>
-            payments.create({ scope, body: payload, simulate: headers["kassa-simulate"], idempotency, application })
-          if (key === undefined) {
-            const payment = yield* create()
-            return paymentResponse(payment, 201, { location: PaymentsApi.paymentLocation(payment.id) })
-          }
-          return yield* idempotent({
+          return yield* createAnswer(payments, {
             scope,
-            key,
-            path: `${PaymentsApi.apiPrefix}/payments`,
-            request,
-            work: create,
-            render: (payment) => paymentAnswer(payment, 201, { location: PaymentsApi.paymentLocation(payment.id) })
+            headers,
+            body: payload,
+            application,
+            fingerprint: fingerprintOf(request)
           }).pipe(withServices)
         })
       )
@@ -184,7 +224,7 @@ export const PaymentsHandlers = HttpApiBuilder.group(
             scope,
             key,
             path: `${PaymentsApi.paymentLocation(Ids.PaymentId.make(params.id))}/refunds`,
-            request,
+            fingerprint: fingerprintOf(request),
             work: refund,
             render: (payment) => paymentAnswer(payment, 201)
           }).pipe(withServices)

@@ -1,0 +1,148 @@
+/**
+ * `POST /api/v1/payments` served below effect's router (a lane: see `Lane.ts`), answered as the contract's route
+ * (`PaymentsHandlers.create`) answers it, in HttpApi's order: authentication (MerchantAuth.verify: 401/403/429 first,
+ * decisions §5), then the headers, then the body, each decoded by the contract's own schemas with the API's parse
+ * options and refused as `InvalidRequest` refuses (422, 400 for a body that is not JSON); then the same create
+ * (`PaymentsHandlers.createAnswer`, idempotency included). `test/PaymentCreateLane.test.ts` holds the answers equal.
+ *
+ * Only a request whose framing the router would treat no differently takes the lane: exactly this path (no query),
+ * `Content-Type: application/json` (parameters allowed), a `Content-Length` of at most 1 MiB and no
+ * `Transfer-Encoding`. The rest (a missing or other content type: 415; a body over the limit: 413; chunked bodies)
+ * goes to the router.
+ */
+import type { IncomingMessage } from "node:http"
+import { type ApiError, InvalidRequest, MerchantApi, type PaymentRequests, PaymentsApi } from "@kassa/core"
+import { Effect, Schema } from "effect"
+import { Digest } from "effect/crypto"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import { MerchantAuth, rateLimited } from "../auth/Authentication.ts"
+import { ClientAddress } from "../auth/ClientAddress.ts"
+import * as RateLimit from "../auth/RateLimit.ts"
+import { IdempotencyStore } from "../ledger/IdempotencyStore.ts"
+import { MerchantPayments } from "../payments/MerchantPayments.ts"
+import * as Lane from "./Lane.ts"
+import { refusalAnswer } from "./PaymentFetchLane.ts"
+import { createAnswer, fingerprintOfText } from "./PaymentsHandlers.ts"
+import * as RouteFallback from "./RouteFallback.ts"
+
+/** The route, as the router labels its metrics and names its spans. */
+export const route = `${PaymentsApi.apiPrefix}/payments`
+
+/** The server's body limit (KassaServer's `BodyLimit`); a larger body is the router's to refuse. */
+const maxBodyBytes = 1024 * 1024
+
+const endpoint = PaymentsApi.PaymentsApi.endpoints.create
+const jsonPayload = endpoint.payload.get("application/json")
+if (jsonPayload === undefined || endpoint.headers === undefined) {
+  throw new Error("PaymentCreateLane: the contract's create no longer takes a JSON body and headers")
+}
+type CreateHeaders = Parameters<typeof createAnswer>[1]["headers"]
+
+// Decoded as HttpApiBuilder decodes them: the endpoint's payload schemas as one union, the API's parse options. The
+// group's endpoint map erases the schemas' types; these are the create's, which need no services.
+const decodeBody = Schema.decodeUnknownEffect(Schema.Union(jsonPayload.schemas), MerchantApi.payloadParseOptions) as (
+  input: unknown
+) => Effect.Effect<PaymentRequests.CreatePaymentBody, Schema.SchemaError>
+const decodeHeaders = Schema.decodeUnknownEffect(endpoint.headers, MerchantApi.headersParseOptions) as (
+  input: unknown
+) => Effect.Effect<CreateHeaders, Schema.SchemaError>
+
+/** Whether the lane takes the request. */
+export const takes = (request: IncomingMessage): boolean => {
+  if (request.method !== "POST" || request.url !== route) return false
+  const contentType = request.headers["content-type"]
+  if (contentType === undefined) return false
+  const semicolon = contentType.indexOf(";")
+  const mediaType = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase()
+  if (mediaType !== "application/json") return false
+  const length = request.headers["content-length"]
+  if (length === undefined || request.headers["transfer-encoding"] !== undefined) return false
+  return /^\d{1,7}$/.test(length) && Number(length) <= maxBodyBytes
+}
+
+const textDecoder = new TextDecoder()
+
+/** The whole body (its length is known and bounded), decoded as effect's request decodes it. */
+const readBody = (request: IncomingMessage) =>
+  Effect.callback<string>((resume) => {
+    const chunks: Array<Buffer> = []
+    const onData = (chunk: Buffer) => chunks.push(chunk)
+    const onEnd = () => resume(Effect.succeed(textDecoder.decode(Buffer.concat(chunks))))
+    const onError = (error: Error) => resume(Effect.die(error))
+    request.on("data", onData)
+    request.once("end", onEnd)
+    request.once("error", onError)
+    return Effect.sync(() => {
+      request.off("data", onData)
+      request.off("end", onEnd)
+      request.off("error", onError)
+    })
+  })
+
+/** A decoding failure, answered as `InvalidRequest` answers the router's. */
+const invalid = (kind: "Headers" | "Payload", cause: Schema.SchemaError) => {
+  const error = InvalidRequest.fromSchemaError(new HttpApiError.HttpApiSchemaError({ kind, cause }))
+  return error === undefined ? Effect.die(cause) : Effect.succeed(RouteFallback.errorResponse(error))
+}
+
+/** The lane's request handler, given the server's services. */
+export const make = Effect.gen(function* () {
+  const auth = yield* MerchantAuth
+  const payments = yield* MerchantPayments
+  const clientAddress = yield* ClientAddress
+  const store = yield* IdempotencyStore
+  const digest = yield* Digest.Digest
+  const serve = yield* Lane.runner
+
+  const create = (request: IncomingMessage) =>
+    auth
+      .verify(Lane.bearer(request.headers.authorization), () =>
+        clientAddress.ofPeer(request.socket.remoteAddress, Lane.headerText(request.headers["x-forwarded-for"]))
+      )
+      .pipe(
+        Effect.flatMap(({ caller, application, decision }) => {
+          const limits = RateLimit.headers(decision)
+          if (!decision.allowed) {
+            return Effect.succeed(
+              HttpServerResponse.setHeaders(RouteFallback.errorResponse(rateLimited(decision)), limits)
+            )
+          }
+          const scope = { applicationId: caller.applicationId, mode: caller.mode }
+          const answer = Effect.gen(function* () {
+            const headers = yield* Effect.result(decodeHeaders(request.headers))
+            if (headers._tag === "Failure") return yield* invalid("Headers", headers.failure)
+            const text = yield* readBody(request)
+            let json: unknown
+            try {
+              json = text === "" ? undefined : JSON.parse(text)
+            } catch {
+              return RouteFallback.errorResponse(InvalidRequest.invalidJson())
+            }
+            const body = yield* Effect.result(decodeBody(json))
+            if (body._tag === "Failure") return yield* invalid("Payload", body.failure)
+            return yield* createAnswer(payments, {
+              scope,
+              headers: headers.success,
+              body: body.success,
+              application,
+              fingerprint: fingerprintOfText(text)
+            }).pipe(Effect.catch((error: ApiError.ApiError) => Effect.succeed(RouteFallback.errorResponse(error))))
+          })
+          return answer.pipe(
+            // Every answer after the count carries the budget's headers, as on the router's requests.
+            Effect.map((response) => HttpServerResponse.setHeaders(response, limits)),
+            Effect.annotateLogs({ application_id: caller.applicationId, api_key_id: caller.keyId, mode: caller.mode })
+          )
+        }),
+        Effect.catch((refusal: ApiError.ApiError) => Effect.succeed(refusalAnswer(refusal))),
+        Effect.provideService(IdempotencyStore, store),
+        Effect.provideService(Digest.Digest, digest)
+      )
+
+  return (request, response) => {
+    if (!takes(request)) return false
+    serve(request, response, route, () => create(request))
+    return true
+  }
+}) satisfies Effect.Effect<Lane.LaneHandler, unknown, unknown>
