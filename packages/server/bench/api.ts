@@ -42,6 +42,10 @@
  * defaults, 260–290 MB in the same runs, so 16 MiB semi-spaces (`npm start` since) keep RSS within the target.
  * Not adopted: --initial-old-space-size=128 (0.95× / 0.94×, inside the noise, +40 MB), --single-threaded-gc
  * (1.04× / 1.01×, +130 MB). Profiles and candidates: docs/decisions.md (issue 23).
+ * Session 13 (2026-11-28, 6 paired rounds of 4 s against the previous build, load 1.7–3.6): plain log lines by
+ * JSON.stringify 0.87× per GET (5 of 6) / 1.00× per create; the fetch lane 0.81× per GET (6 of 6); the create lane
+ * 0.86× per create (5 of 6); the lanes' span as the parent of the use case's 1.04× per GET. An A/A of POST that hour
+ * read 1.09× (1 of 6): the band is wider than ±8 % on some days, so run the A/A beside any A/B under 10 %.
  */
 
 import type { ChildProcess } from "node:child_process"
