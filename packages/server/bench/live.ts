@@ -85,6 +85,11 @@
  * KASSA_BENCH_ROUNDS (3), KASSA_BENCH_NODE_FLAGS (replaces `npm start`'s flags; e.g. `--cpu-prof` to profile, the
  * profile is written into packages/server when the server exits), KASSA_BENCH_ONLY (`live` or `test`: one kind, for
  * a profile of it).
+ *
+ * Session 13 (load 3.3–4.6), after both merchant creates were moved below effect's router (the create lane, which a
+ * live create takes too): live/test 1.89 / 2.01 (saturation / 200 req/s; test 638 / 790, Stripe 1,203 / 1,590,
+ * Mollie 1,986 / 2,070 µs), mollie/test 3.11 / 2.62. The lane took the same framework cost off test and live creates
+ * alike, so Stripe's whole create is at its 2× bound and Mollie's stays past it: the SDK's own work, as above.
  */
 import type { ChildProcess } from "node:child_process"
 import { execFileSync } from "node:child_process"
