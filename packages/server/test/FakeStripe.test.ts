@@ -8,55 +8,8 @@ import Stripe from "stripe"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { subscribedEvents } from "../src/providers/StripeConnector.ts"
 import { type FakeStripe, startFakeStripe } from "./support/FakeStripe.ts"
+import { apiVersion, client, failure, objectOf, payOnPage, sessionParams } from "./support/FakeStripeTestSupport.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
-
-/** The API version stripe 23.1.0 ships with (`stripe/esm/apiVersion.js`); the adapter pins the same pair. */
-const apiVersion = "2026-10-28.endive" as const
-
-/**
- * The client as the adapter will build it: the fake's protocol/host/port (KASSA_STRIPE_API_URL), 10 s timeout
- * (decisions §10), and no SDK retries by default — Kassa retries itself with the same Idempotency-Key (the
- * reconciler, the expiry retry), so one call is one bounded attempt and a 10 s bound means 10 s, not 10 s per retry
- * plus backoff.
- */
-const client = (fake: FakeStripe, key = fake.secretKey, maxNetworkRetries = 0, timeout = 10_000) =>
-  new Stripe(key, {
-    apiVersion,
-    protocol: fake.protocol,
-    host: fake.host,
-    port: fake.port,
-    timeout,
-    maxNetworkRetries,
-    telemetry: false
-  })
-
-const failure = async (promise: Promise<unknown>) => {
-  try {
-    await promise
-  } catch (error) {
-    if (error instanceof Stripe.errors.StripeError) return error
-    throw error
-  }
-  throw new Error("expected the SDK to reject")
-}
-
-/** §10's Checkout Session for a payment. */
-const sessionParams = (fake: FakeStripe, paymentId: string, amount = 2_500): Stripe.Checkout.SessionCreateParams => ({
-  mode: "payment",
-  line_items: [
-    { price_data: { currency: "eur", unit_amount: amount, product_data: { name: "Order 42" } }, quantity: 1 }
-  ],
-  client_reference_id: paymentId,
-  metadata: { kassa_payment_id: paymentId },
-  payment_intent_data: { metadata: { kassa_payment_id: paymentId } },
-  success_url: `http://127.0.0.1:9/checkout/${paymentId}/return`,
-  cancel_url: `http://127.0.0.1:9/checkout/${paymentId}/return`,
-  expires_at: fake.now() + 3_600,
-  customer_email: "ada@example.com",
-  locale: "en",
-  // §10 says `payment_method_types`; under the pinned API version the parameter is `allowed_payment_method_types`.
-  allowed_payment_method_types: ["card"]
-})
 
 let fake: FakeStripe
 let receiver: WebhookReceiver
@@ -92,20 +45,6 @@ const received = async (count: number): Promise<ReadonlyArray<Stripe.Event>> => 
     stripe.webhooks.constructEvent(request.body, String(request.headers["stripe-signature"]), secret)
   )
 }
-
-/** The object an event carries (the test fails when the event is missing). */
-const objectOf = <A>(event: Stripe.Event | undefined): A => {
-  if (event === undefined) throw new Error("expected an event")
-  return event.data.object as A
-}
-
-const payOnPage = async (session: Stripe.Checkout.Session, action: "pay" | "decline" | "abandon") =>
-  fetch(String(session.url), {
-    method: "POST",
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ action, name: "Ada Lovelace", email: "ada@example.com", phone: "" }).toString()
-  })
 
 describe("keys and the account (GET /v1/account)", () => {
   it("answers the key's account", async () => {

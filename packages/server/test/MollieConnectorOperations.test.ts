@@ -1,103 +1,29 @@
 /**
- * The Mollie connector against the stateful fake over real HTTP, through Mollie's own SDK (decisions §11): every
- * operation in the core's vocabulary and the mappings it makes (amounts as strings, locale, method, status table,
- * payer), refusals (a refused key names `secret_key`, a duplicate refund is explained in words), "no answer" for
- * 5xx, 429, hangs and a Mollie that is not there, the stored Idempotency-Key, and never `testmode` or `profileId`.
+ * The Mollie connector's operations against the stateful fake over real HTTP, through Mollie's own SDK (decisions
+ * §11): every operation in the core's vocabulary (link, open, read, find, close, refund, pings) and the mappings it
+ * makes (amounts as strings, locale, method, status table, payer), refusals (a refused key names `secret_key`, a
+ * duplicate refund is explained in words), and the stored Idempotency-Key. The wire's failures, the transport, the
+ * SDK's loading and `KASSA_MOLLIE_API_URL` are in MollieConnectorTransport.test.ts.
  */
 import { randomUUID } from "node:crypto"
-import { readFileSync } from "node:fs"
-import { join } from "node:path"
-import { Ids } from "@kassa/core"
-import { Cause, ConfigProvider, DateTime, Duration, Effect, Exit, Layer, Redacted } from "effect"
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
-import { ServerConfig } from "../src/config/ServerConfig.ts"
+import { DateTime, Effect, Redacted } from "effect"
+import { describe, expect, it } from "vitest"
 import * as MollieConnector from "../src/providers/MollieConnector.ts"
+import { type LinkAccess, ProviderRefused } from "../src/providers/ProviderConnector.ts"
 import {
-  type LinkAccess,
-  ProviderConnector,
-  ProviderLinkId,
-  ProviderRefused
-} from "../src/providers/ProviderConnector.ts"
-import { type FakeMollie, startFakeMollie } from "./support/FakeMollie.ts"
-import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
+  connector,
+  failureOf,
+  fake,
+  linkFor,
+  opened,
+  openRequest,
+  readOf,
+  refundId,
+  run,
+  useMollieConnector
+} from "./support/MollieConnectorSupport.ts"
 
-let fake: FakeMollie
-let receiver: WebhookReceiver
-
-beforeAll(async () => {
-  receiver = await startReceiver()
-})
-afterAll(async () => {
-  await receiver.close()
-})
-beforeEach(async () => {
-  fake = await startFakeMollie({ minuteMs: 1 })
-  receiver.requests.length = 0
-})
-afterEach(async () => {
-  // Whatever a test did, Kassa never sent `testmode` or `profileId` (Mollie answers 422 with an API key).
-  for (const request of fake.requests) {
-    const body = typeof request.body === "object" && request.body !== null ? Object.keys(request.body) : []
-    expect([...body, ...Object.keys(request.query)]).not.toContain("testmode")
-    expect([...body, ...Object.keys(request.query)]).not.toContain("profileId")
-  }
-  await fake.settled()
-  await fake.close()
-})
-
-const layerWith = (
-  url: string,
-  timeout: Duration.Duration,
-  environment: "development" | "production" = "development"
-) =>
-  MollieConnector.layer.pipe(
-    Layer.provide(ServerConfig.layerWith({ mollieApiUrl: url, environment })),
-    Layer.provide(Layer.succeed(MollieConnector.CallTimeout, timeout))
-  )
-
-const run = <A, E>(effect: Effect.Effect<A, E, ProviderConnector>, timeout = Duration.seconds(10)) =>
-  Effect.runPromise(Effect.provide(effect, layerWith(fake.url, timeout)))
-
-const failureOf = <A, E>(effect: Effect.Effect<A, E, ProviderConnector>) =>
-  run(Effect.exit(effect)).then((exit) => {
-    if (Exit.isSuccess(exit)) throw new Error(`expected a failure, got ${JSON.stringify(exit.value)}`)
-    const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")
-    if (error === undefined) throw new Error(`expected a failure, got ${Cause.pretty(exit.cause)}`)
-    return error.error
-  })
-
-const linkFor = (key: string): LinkAccess => ({
-  id: ProviderLinkId.make(randomUUID()),
-  secretKey: Effect.succeed(Redacted.make(key)),
-  endpointSecret: Effect.die("Mollie's pings are unsigned: no endpoint secret is ever opened")
-})
-
-const connector = Effect.service(ProviderConnector)
-const paymentId = () => Ids.PaymentId.make(randomUUID())
-const refundId = () => Ids.RefundId.make(randomUUID())
-
-const openRequest = (overrides: Record<string, unknown> = {}) => ({
-  paymentId: paymentId(),
-  amount: 2_500,
-  currency: "EUR",
-  method: "card",
-  name: "Order 42",
-  locale: "nl-NL",
-  customerEmail: "ada@example.com",
-  returnUrl: "https://kassa.example/checkout/p1/return",
-  webhookUrl: receiver.url("/provider-webhooks/mollie/link"),
-  expiresAt: DateTime.makeUnsafe(Date.now() + 3_600_000),
-  idempotencyKey: randomUUID(),
-  ...overrides
-})
-
-const opened = async (link: LinkAccess, request = openRequest()) => {
-  const answer = await run(Effect.flatMap(connector, (c) => c.open(link, request)))
-  if (answer._tag !== "Opened") throw new Error(`not opened: ${JSON.stringify(answer)}`)
-  return answer
-}
-
-const readOf = (link: LinkAccess, id: string) => run(Effect.flatMap(connector, (c) => c.read(link, id)))
+useMollieConnector()
 
 describe("Mollie's words", () => {
   it("locales: the pair Mollie has, else the language's usual country, else none", () => {
@@ -471,164 +397,5 @@ describe("pings", () => {
       expect(rejected, body).toMatchObject({ _tag: "EventRejected" })
     }
     expect(fake.requests).toHaveLength(0)
-  })
-})
-
-describe("no answer and refusals", () => {
-  it("5xx and 429 are no answer, after exactly one call (the SDK's retries are off)", async () => {
-    const link = linkFor(fake.apiKey)
-    const { checkoutId } = await opened(link)
-    for (const [status, reason] of [
-      [500, "unavailable"],
-      [503, "unavailable"],
-      [429, "rate_limited"]
-    ] as const) {
-      const before = fake.calls("payments.get")
-      fake.inject({ method: "GET", path: `/v2/payments/${checkoutId}` }, { kind: "status", status })
-      expect(await readOf(link, checkoutId), String(status)).toEqual({ _tag: "NoAnswer", reason })
-      expect(fake.calls("payments.get")).toBe(before + 1)
-    }
-  })
-
-  it("other 4xx are refusals; a key Mollie no longer accepts names secret_key", async () => {
-    const link = linkFor(fake.apiKey)
-    const { checkoutId } = await opened(link)
-    fake.inject({ method: "GET", path: `/v2/payments/${checkoutId}` }, { kind: "status", status: 400 })
-    expect(await failureOf(Effect.flatMap(connector, (c) => c.read(link, checkoutId)))).toMatchObject({
-      _tag: "ProviderRefused",
-      status: 400,
-      field: null
-    })
-    expect(
-      await failureOf(Effect.flatMap(connector, (c) => c.read(linkFor("test_revoked"), checkoutId)))
-    ).toMatchObject({
-      status: 401,
-      field: "secret_key"
-    })
-  })
-
-  it("a hang is no answer within the (shortened) bound; a production start refuses a shortened bound", async () => {
-    expect(Duration.toMillis(Effect.runSync(Effect.service(MollieConnector.CallTimeout)))).toBe(10_000)
-    const link = linkFor(fake.apiKey)
-    const { checkoutId } = await opened(link)
-    fake.inject({ method: "GET", path: `/v2/payments/${checkoutId}` }, { kind: "hang" })
-    const started = Date.now()
-    expect(
-      await run(
-        Effect.flatMap(connector, (c) => c.read(link, checkoutId)),
-        Duration.millis(300)
-      )
-    ).toEqual({
-      _tag: "NoAnswer",
-      reason: "timeout"
-    })
-    expect(Date.now() - started).toBeLessThan(2_000)
-    const production = await Effect.runPromiseExit(
-      Effect.provide(
-        Effect.flatMap(connector, (c) => c.read(link, checkoutId)),
-        layerWith(fake.url, Duration.millis(300), "production")
-      )
-    )
-    expect(Exit.isFailure(production) && Cause.pretty(production.cause)).toContain("for tests only")
-  })
-
-  it("an operation of two calls (close: read, then cancel) stays within one bound, not one per call", async () => {
-    const link = linkFor(fake.apiKey)
-    const { checkoutId } = await opened(link, openRequest({ method: "banktransfer" }))
-    // Each call answers within the 400 ms bound; both together do not.
-    fake.inject({ method: "GET", path: `/v2/payments/${checkoutId}` }, { kind: "delay-after", ms: 250 })
-    fake.inject({ method: "DELETE", path: `/v2/payments/${checkoutId}` }, { kind: "delay-after", ms: 250 })
-    const started = Date.now()
-    expect(
-      await run(
-        Effect.flatMap(connector, (c) => c.close(link, checkoutId)),
-        Duration.millis(400)
-      )
-    ).toEqual({
-      _tag: "NoAnswer",
-      reason: "timeout"
-    })
-    expect(Date.now() - started).toBeLessThan(1_000)
-  })
-
-  it("a Mollie that is not there at all → unavailable", async () => {
-    const link = linkFor(fake.apiKey)
-    const gone = fake.url
-    await fake.close()
-    expect(
-      await Effect.runPromise(
-        Effect.provide(
-          Effect.flatMap(connector, (c) => c.read(link, "tr_gone000000")),
-          layerWith(gone, Duration.seconds(10))
-        )
-      )
-    ).toEqual({ _tag: "NoAnswer", reason: "unavailable" })
-    fake = await startFakeMollie()
-  })
-})
-
-describe("start-up", () => {
-  it("the SDK is imported on first use only: the connector's files import nothing of it but types", () => {
-    // Its import costs ~270 ms of CPU and 27 MB of heap (docs/decisions.md), which a server with no Mollie link
-    // should not pay at every start.
-    for (const file of ["MollieConnector.ts", "mollie/MollieTerms.ts"]) {
-      const source = readFileSync(join(import.meta.dirname, "..", "src", "providers", file), "utf8")
-      const imports = [...source.matchAll(/^import\s+(type\s+)?[^"]*?from\s+"(mollie-api-typescript[^"]*)"/gm)]
-      expect(imports.length, file).toBeGreaterThan(0)
-      expect(
-        imports.filter((found) => found[1] === undefined).map((found) => found[2]),
-        file
-      ).toEqual([])
-    }
-  })
-})
-
-describe("transport", () => {
-  it("the SDK's calls travel over Kassa's node:http client (MollieTransport.ts), not the global fetch", async () => {
-    // The global fetch (undici) cost a create 150–400 µs more CPU in a bare loop (bench/live.ts, "Session 10"):
-    // with it out of reach, a create, a read and a refused key still work as before.
-    const global = globalThis.fetch
-    globalThis.fetch = () => Promise.reject(new Error("the Mollie connector used the global fetch"))
-    try {
-      const link = linkFor(fake.apiKey)
-      const { checkoutId } = await opened(link)
-      expect(await readOf(link, checkoutId)).toMatchObject({ _tag: "Checkout", providerPaymentId: checkoutId })
-      expect(
-        await failureOf(Effect.flatMap(connector, (c) => c.read(linkFor("test_revoked"), checkoutId)))
-      ).toMatchObject({ status: 401, field: "secret_key" })
-    } finally {
-      globalThis.fetch = global
-    }
-    expect(fake.requests.map((request) => request.endpoint)).toEqual([
-      "payments.create",
-      "payments.get",
-      "payments.get"
-    ])
-  })
-})
-
-describe("KASSA_MOLLIE_API_URL", () => {
-  const load = (env: Record<string, string>) =>
-    Effect.runPromiseExit(
-      Effect.provide(Effect.service(ServerConfig), ServerConfig.layer).pipe(
-        Effect.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env)))
-      )
-    ).then((exit) => (Exit.isFailure(exit) ? String(exit.cause) : exit.value.mollieApiUrl))
-  const production = {
-    KASSA_ENV: "production",
-    KASSA_ADMIN_TOKEN: "a".repeat(32),
-    KASSA_SECRET_KEY: "b".repeat(32),
-    KASSA_ALLOW_EMBEDDED: "1"
-  }
-
-  it("defaults to https://api.mollie.com; http is refused in production only; a path is refused", async () => {
-    expect(await load({})).toBe("https://api.mollie.com")
-    expect(await load({ KASSA_MOLLIE_API_URL: "http://127.0.0.1:12112/" })).toBe("http://127.0.0.1:12112")
-    expect(await load({ ...production, KASSA_MOLLIE_API_URL: "http://127.0.0.1:12112" })).toContain(
-      "KASSA_MOLLIE_API_URL must be https:// in production"
-    )
-    expect(await load({ KASSA_MOLLIE_API_URL: "https://api.mollie.com/v2" })).toContain(
-      "KASSA_MOLLIE_API_URL must be an https:// address with no path"
-    )
   })
 })
