@@ -257,6 +257,9 @@ const HttpServerLive = Layer.unwrap(
         Duration.toMillis(config.drainDelay),
         lane
       )
+      // An answer that makes no progress for this long (a client that stopped reading) closes its connection; idle
+      // keep-alive connections follow keepAliveTimeout instead, which Node sets while a connection waits.
+      server.timeout = millis(config.sendTimeout)
       server.on("clientError", answerClientError)
       ConnectionLimits.attach(server, config, context)
       return server

@@ -20,7 +20,7 @@ import {
   type WireError,
   type WirePayment
 } from "./support/PaymentFixtures.ts"
-import { expr, insertPayment } from "./support/PaymentSeed.ts"
+import { expr, insertPayment, paymentsInsert, seedPayments } from "./support/PaymentSeed.ts"
 import { timestamp, uuid } from "./support/PaymentsSupport.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
@@ -349,6 +349,32 @@ describe.each(databases)("payments on %s", (database) => {
         data: [expect.objectContaining({ id: newestFirst[10] }), expect.anything()],
         has_more: false
       })
+    })
+
+    it("pages through payments that share one instant to the microsecond (made by one statement)", async () => {
+      const shop = await server.createApplication()
+      // PostgreSQL keeps microseconds: a cursor's time rounded to milliseconds would end the list after one page.
+      await seedPayments(
+        server,
+        paymentsInsert(
+          {
+            application_id: shop.application.id,
+            order_reference: expr("'same-instant-' || i"),
+            created_at: expr("now()")
+          },
+          "generate_series(1, 12) i"
+        )
+      )
+      const seen: Array<string> = []
+      let cursor: string | undefined
+      for (let pages = 0; pages < 10; pages++) {
+        const response = await list(shop.testKey, `?limit=5${cursor === undefined ? "" : `&starting_after=${cursor}`}`)
+        const { data, has_more } = response.body as Page
+        seen.push(...data.map((payment) => payment.order_reference))
+        if (!has_more) break
+        cursor = data.at(-1)?.id
+      }
+      expect(seen).toEqual(Array.from({ length: 12 }, (_, index) => `same-instant-${12 - index}`))
     })
 
     it("returns the same payment objects as fetch", async () => {

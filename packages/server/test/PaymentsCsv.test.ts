@@ -220,6 +220,22 @@ describe.each(databases)("payments as CSV on %s", (database) => {
     )
   })
 
+  it("payments that share one instant to the microsecond are all exported, across batches", async () => {
+    const same = await server.createApplication({ name: "Same instant shop" })
+    const count = batchSize + 100
+    // One statement: every row's created_at is the same now(), microseconds and all.
+    await seedPayments(
+      server,
+      paymentsInsert(
+        { application_id: same.application.id, order_reference: expr("'same-' || i"), created_at: expr("now()") },
+        `generate_series(1, ${count}) i`
+      )
+    )
+    const rows = rowsOf((await admin.get(`/dashboard/apps/${same.application.id}/payments.csv`)).html)
+    expect(rows.length).toBe(count)
+    expect(new Set(rows.map((row) => row.order_reference)).size).toBe(count)
+  })
+
   it("thousands of payments arrive whole and in order, streamed in chunks", async () => {
     const big = await server.createApplication({ name: "Big CSV shop" })
     const count = batchSize * 6 + 7

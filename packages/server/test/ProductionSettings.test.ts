@@ -63,6 +63,7 @@ describe("settings refused at start", () => {
     "KASSA_REQUEST_DEADLINE",
     "KASSA_REQUEST_RECEIVE_TIMEOUT",
     "KASSA_KEEP_ALIVE_TIMEOUT",
+    "KASSA_SEND_TIMEOUT",
     "KASSA_DATABASE_STATEMENT_TIMEOUT"
   ])("%s must be a positive duration", async (name) => {
     expect((await load({ [name]: "0 seconds" })).failure).toContain(name)

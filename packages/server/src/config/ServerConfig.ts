@@ -31,6 +31,11 @@ export interface ServerSettings {
   readonly requestReceiveTimeout: Duration.Duration
   /** How long an idle keep-alive connection stays open; above load balancers' idle timeouts (60 s on AWS ALB). */
   readonly keepAliveTimeout: Duration.Duration
+  /**
+   * How long an answer may make no progress before its connection is closed (Node's `server.timeout`): a client that
+   * stops reading would otherwise hold the connection, and what is queued for it, for good.
+   */
+  readonly sendTimeout: Duration.Duration
   /** PostgreSQL's `statement_timeout` and `idle_in_transaction_session_timeout` for the server's connections. */
   readonly databaseStatementTimeout: Duration.Duration
   /** Where the Stripe SDK sends its requests (protocol, host and port only): Stripe, or a fake in tests. */
@@ -189,6 +194,7 @@ export const settings: Config.Config<ServerSettings> = Config.all({
     Config.withDefault(Duration.seconds(30))
   ),
   keepAliveTimeout: Config.Duration("KASSA_KEEP_ALIVE_TIMEOUT").pipe(Config.withDefault(Duration.seconds(65))),
+  sendTimeout: Config.Duration("KASSA_SEND_TIMEOUT").pipe(Config.withDefault(Duration.minutes(2))),
   databaseStatementTimeout: Config.Duration("KASSA_DATABASE_STATEMENT_TIMEOUT").pipe(
     Config.withDefault(Duration.seconds(30))
   ),
@@ -301,6 +307,7 @@ export const problems = (loaded: ServerSettings): ReadonlyArray<string> => {
     ["KASSA_REQUEST_DEADLINE", loaded.requestDeadline],
     ["KASSA_REQUEST_RECEIVE_TIMEOUT", loaded.requestReceiveTimeout],
     ["KASSA_KEEP_ALIVE_TIMEOUT", loaded.keepAliveTimeout],
+    ["KASSA_SEND_TIMEOUT", loaded.sendTimeout],
     ["KASSA_DATABASE_STATEMENT_TIMEOUT", loaded.databaseStatementTimeout]
   ] as const) {
     // Zero would switch the bound off in Node and PostgreSQL alike; nothing may wait without one.
@@ -388,6 +395,7 @@ export class ServerConfig extends Context.Service<ServerConfig, ServerSettings>(
       requestDeadline: Duration.seconds(15),
       requestReceiveTimeout: Duration.seconds(30),
       keepAliveTimeout: Duration.seconds(65),
+      sendTimeout: Duration.minutes(2),
       databaseStatementTimeout: Duration.seconds(30),
       stripeApiUrl: "https://api.stripe.com",
       mollieApiUrl: "https://api.mollie.com",

@@ -137,8 +137,11 @@ export const search = (sql: SqlClient.SqlClient) =>
         SELECT created_at, seq FROM payments p WHERE p.id = ${query.startingAfter}
           AND (${query.applicationId ?? null}::uuid IS NULL OR p.application_id = ${query.applicationId ?? null}::uuid)
       `)
+      // The cursor's time read in the statement, at the column's precision (as the merchant list does).
       if (Option.isSome(after))
-        clauses.push(sql`(created_at, seq) < (${DateTime.toDateUtc(after.value.created_at)}, ${after.value.seq})`)
+        clauses.push(
+          sql`(created_at, seq) < ((SELECT created_at FROM payments WHERE id = ${query.startingAfter}), ${after.value.seq})`
+        )
     }
     // An application's list in both modes reads each mode's index range (application_id, mode, …) on its own.
     const modes =

@@ -421,8 +421,12 @@ export class PaymentRepository extends Context.Service<
             `.pipe(Effect.flatMap(decodeCursors), Effect.orDie)
             const row = cursor[0]
             if (row === undefined) return yield* new CursorNotFound()
-            // Newest first: everything strictly older than the cursor in (created_at, seq) order.
-            clauses.push(sql`(created_at, seq) < (${toDate(row.created_at)}, ${row.seq})`)
+            // Newest first: everything strictly older than the cursor in (created_at, seq) order. Its time is read in
+            // the statement, at the column's precision: rounded to milliseconds by a round trip through JavaScript, it
+            // would skip the payments that share the cursor's millisecond.
+            clauses.push(
+              sql`(created_at, seq) < ((SELECT created_at FROM payments WHERE id = ${query.starting_after}), ${row.seq})`
+            )
           }
           const branches = statusBranches(sql, query.status, yield* DateTime.now)
           const rows = yield* newestFirst(sql, withRefundList, clauses, branches, query.limit + 1).pipe(Effect.orDie)

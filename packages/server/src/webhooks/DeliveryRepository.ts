@@ -434,7 +434,9 @@ export class DeliveryRepository extends Context.Service<
             SELECT created_at, id FROM deliveries WHERE id = ${query.startingAfter} AND application_id = ${applicationId}
           `)
           if (Option.isNone(after)) return Option.none<DeliveryPage>()
-          cursor = sql`AND (d.created_at, d.id) < (${Columns.toDate(after.value.created_at)}, ${after.value.id}::uuid)`
+          // The cursor's time is read in the statement itself, at the column's precision (microseconds): sent back
+          // from JavaScript it would be rounded to milliseconds, and a page would skip what shares its millisecond.
+          cursor = sql`AND (d.created_at, d.id) < ((SELECT created_at FROM deliveries WHERE id = ${after.value.id}::uuid), ${after.value.id}::uuid)`
         }
         const filters = [
           query.status === undefined ? sql`` : sql`AND d.status = ${query.status}`,

@@ -84,6 +84,11 @@ export class DashboardClient {
     return this.cookies.get(name)
   }
 
+  /** The `Cookie` header the next request would carry (for a request the test sends over a raw socket). */
+  cookieHeader(): string {
+    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; ")
+  }
+
   async get(path: string): Promise<Page> {
     return this.send(path, { method: "GET" })
   }
@@ -113,7 +118,7 @@ export class DashboardClient {
   }
 
   private async send(path: string, init: { method: string; body?: string; headers?: Record<string, string> }) {
-    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join("; ")
+    const cookie = this.cookieHeader()
     const response = await fetch(`${this.baseUrl}${path}`, {
       method: init.method,
       redirect: "manual",
