@@ -17,6 +17,13 @@ import { ClientAddress } from "./ClientAddress.ts"
 import * as IpAllowList from "./IpAllowList.ts"
 import * as RateLimit from "./RateLimit.ts"
 
+/**
+ * The credential of an `Authorization` header as HttpApiSecurity.bearer reads it: anything but `Bearer <token>` is an
+ * empty credential (the route fallback and the lanes read it so too).
+ */
+export const bearerCredential = (header: string | undefined) =>
+  Redacted.make(header !== undefined && /^bearer /i.test(header) ? header.slice(7).trim() : "")
+
 /** The `WWW-Authenticate` challenge a 401 carries (RFC 9110 §15.5.2: it names the scheme to use). */
 export const challengeHeader = 'Bearer realm="kassa"'
 

@@ -7,14 +7,24 @@
  * request metrics, the access log line, `Request-Id` and the API headers — through ResponseMiddleware's own functions,
  * and a server span like effect's HTTP tracer's (parent from `traceparent`).
  *
+ * Every lane is a merchant API request, so the runner also authenticates it as the API's middleware does
+ * (`MerchantAuth.verify`, decisions §5's order, the same rate-limit budget): a refusal is answered here, a 429 with
+ * the budget's headers; the lane's work gets the caller and answers with a response or a contract error, and every
+ * answer after the count carries the budget's headers, as the router's do.
+ *
  * Lanes: `PaymentFetchLane` (`GET /api/v1/payments/{id}`), `PaymentCreateLane` (`POST /api/v1/payments`).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { Cause, Duration, Effect, Exit, Redacted, type Tracer } from "effect"
+import type { ApiError } from "@kassa/core"
+import { Cause, Duration, Effect, Exit, type Tracer } from "effect"
 import { type Headers, HttpServerResponse, HttpTraceContext } from "effect/http"
+import { bearerCredential, challengeHeader, MerchantAuth, rateLimited, type Verified } from "../auth/Authentication.ts"
+import { ClientAddress } from "../auth/ClientAddress.ts"
+import * as RateLimit from "../auth/RateLimit.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import * as ResponseMiddleware from "./ResponseMiddleware.ts"
+import * as RouteFallback from "./RouteFallback.ts"
 
 /** How many requests each lane took in this process, by route: the lanes' tests check that a request took one. */
 export const taken: Record<string, number> = {}
@@ -22,15 +32,19 @@ export const taken: Record<string, number> = {}
 /** A lane's request handler: `true` when it took the request (and will answer it), `false` when the router must. */
 export type LaneHandler = (request: IncomingMessage, response: ServerResponse) => boolean
 
-/** The work of one request: its answer before the headers every answer carries; failures become 500s. */
-export type LaneWork = (requestId: string) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>
+/** The work of one authenticated request: its answer, or a contract error (rendered as the router renders it). */
+export type LaneWork = (verified: Verified) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError.ApiError>
 
-/** The bearer credential as HttpApiSecurity.bearer reads it: anything but `Bearer <token>` is empty. */
-export const bearer = (header: string | undefined) =>
-  Redacted.make(header !== undefined && /^bearer /i.test(header) ? header.slice(7).trim() : "")
+/** A refusal of authentication as the contract answers it; a 401 names the scheme to use. */
+const refusalAnswer = (refusal: ApiError.ApiError) => {
+  const response = RouteFallback.errorResponse(refusal)
+  return refusal._tag === "Unauthenticated" || refusal._tag === "InvalidApiKey"
+    ? HttpServerResponse.setHeader(response, "www-authenticate", challengeHeader)
+    : response
+}
 
 /** A header as one string, as effect's request gives it. */
-export const headerText = (value: string | ReadonlyArray<string> | undefined) =>
+const headerText = (value: string | ReadonlyArray<string> | undefined) =>
   typeof value === "string" ? value : value?.join(", ")
 
 /** Writes an answer made of effect's response values to Node's response: status, headers, the whole body. */
@@ -54,17 +68,45 @@ const describe = (span: Tracer.Span, request: IncomingMessage, route: string, st
 
 /** Runs lane work as ResponseMiddleware runs a routed request; returns a function that serves one request. */
 export const runner = Effect.gen(function* () {
+  const auth = yield* MerchantAuth
+  const clientAddress = yield* ClientAddress
   const { requestDeadline } = yield* ServerConfig
   const context = yield* Effect.context<never>()
   const run = Effect.runForkWith(context)
   const deadline = Duration.toMillis(requestDeadline)
+
+  /** The request authenticated and counted, then its work; every answer after the count carries the budget. */
+  const authenticated = (request: IncomingMessage, work: LaneWork) =>
+    auth
+      .verify(bearerCredential(request.headers.authorization), () =>
+        clientAddress.ofPeer(request.socket.remoteAddress, headerText(request.headers["x-forwarded-for"]))
+      )
+      .pipe(
+        Effect.flatMap((verified) => {
+          const { caller, decision } = verified
+          const answer = decision.allowed
+            ? work(verified).pipe(
+                Effect.catch((error) => Effect.succeed(RouteFallback.errorResponse(error))),
+                // A 500 of the work carries the budget too, as the router's answers do.
+                Effect.catchCause(ResponseMiddleware.failureAnswer),
+                Effect.annotateLogs({
+                  application_id: caller.applicationId,
+                  api_key_id: caller.keyId,
+                  mode: caller.mode
+                })
+              )
+            : Effect.succeed(RouteFallback.errorResponse(rateLimited(decision)))
+          return Effect.map(answer, (response) => HttpServerResponse.setHeaders(response, RateLimit.headers(decision)))
+        }),
+        Effect.catch((refusal) => Effect.succeed(refusalAnswer(refusal)))
+      )
 
   const answer = (request: IncomingMessage, route: string, work: LaneWork, span: Tracer.Span) =>
     Effect.suspend(() => {
       const requestId = ResponseMiddleware.newRequestId()
       const started = performance.now()
       if (span.sampled) span.attribute("kassa.request_id", requestId)
-      const answered = work(requestId).pipe(
+      const answered = authenticated(request, work).pipe(
         Effect.catchCause(ResponseMiddleware.failureAnswer),
         Effect.annotateLogs({ request_id: requestId })
       )

@@ -1,6 +1,6 @@
 /**
  * `POST /api/v1/payments` served below effect's router (a lane: see `Lane.ts`), answered as the contract's route
- * (`PaymentsHandlers.create`) answers it, in HttpApi's order: authentication (MerchantAuth.verify: 401/403/429 first,
+ * (`PaymentsHandlers.create`) answers it, in HttpApi's order: authentication (the runner's: 401/403/429 first,
  * decisions §5), then the headers, then the body, each decoded by the contract's own schemas with the API's parse
  * options and refused as `InvalidRequest` refuses (422, 400 for a body that is not JSON); then the same create
  * (`PaymentsHandlers.createAnswer`, idempotency included). `test/PaymentCreateLane.test.ts` holds the answers equal.
@@ -11,20 +11,14 @@
  * goes to the router.
  */
 import type { IncomingMessage } from "node:http"
-import { type ApiError, InvalidRequest, MerchantApi, type PaymentRequests, PaymentsApi } from "@kassa/core"
+import { InvalidRequest, MerchantApi, type PaymentRequests, PaymentsApi } from "@kassa/core"
 import { Effect, Schema } from "effect"
 import { Digest } from "effect/crypto"
-import { HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { MerchantAuth, rateLimited } from "../auth/Authentication.ts"
-import { ClientAddress } from "../auth/ClientAddress.ts"
-import * as RateLimit from "../auth/RateLimit.ts"
 import { IdempotencyStore } from "../ledger/IdempotencyStore.ts"
 import { MerchantPayments } from "../payments/MerchantPayments.ts"
 import * as Lane from "./Lane.ts"
-import { refusalAnswer } from "./PaymentFetchLane.ts"
 import { createAnswer, fingerprintOfText } from "./PaymentsHandlers.ts"
-import * as RouteFallback from "./RouteFallback.ts"
 
 /** The route, as the router labels its metrics and names its spans. */
 export const route = `${PaymentsApi.apiPrefix}/payments`
@@ -80,69 +74,46 @@ const readBody = (request: IncomingMessage) =>
     })
   })
 
-/** A decoding failure, answered as `InvalidRequest` answers the router's. */
+/** A decoding failure, refused as `InvalidRequest` refuses the router's. */
 const invalid = (kind: "Headers" | "Payload", cause: Schema.SchemaError) => {
   const error = InvalidRequest.fromSchemaError(new HttpApiError.HttpApiSchemaError({ kind, cause }))
-  return error === undefined ? Effect.die(cause) : Effect.succeed(RouteFallback.errorResponse(error))
+  return error === undefined ? Effect.die(cause) : Effect.fail(error)
 }
 
 /** The lane's request handler, given the server's services. */
 export const make = Effect.gen(function* () {
-  const auth = yield* MerchantAuth
   const payments = yield* MerchantPayments
-  const clientAddress = yield* ClientAddress
   const store = yield* IdempotencyStore
   const digest = yield* Digest.Digest
   const serve = yield* Lane.runner
 
-  const create = (request: IncomingMessage) =>
-    auth
-      .verify(Lane.bearer(request.headers.authorization), () =>
-        clientAddress.ofPeer(request.socket.remoteAddress, Lane.headerText(request.headers["x-forwarded-for"]))
-      )
-      .pipe(
-        Effect.flatMap(({ caller, application, decision }) => {
-          const limits = RateLimit.headers(decision)
-          if (!decision.allowed) {
-            return Effect.succeed(
-              HttpServerResponse.setHeaders(RouteFallback.errorResponse(rateLimited(decision)), limits)
-            )
-          }
-          const scope = { applicationId: caller.applicationId, mode: caller.mode }
-          const answer = Effect.gen(function* () {
-            const headers = yield* Effect.result(decodeHeaders(request.headers))
-            if (headers._tag === "Failure") return yield* invalid("Headers", headers.failure)
-            const text = yield* readBody(request)
-            let json: unknown
-            try {
-              json = text === "" ? undefined : JSON.parse(text)
-            } catch {
-              return RouteFallback.errorResponse(InvalidRequest.invalidJson())
-            }
-            const body = yield* Effect.result(decodeBody(json))
-            if (body._tag === "Failure") return yield* invalid("Payload", body.failure)
-            return yield* createAnswer(payments, {
-              scope,
-              headers: headers.success,
-              body: body.success,
-              application,
-              fingerprint: fingerprintOfText(text)
-            }).pipe(Effect.catch((error: ApiError.ApiError) => Effect.succeed(RouteFallback.errorResponse(error))))
-          })
-          return answer.pipe(
-            // Every answer after the count carries the budget's headers, as on the router's requests.
-            Effect.map((response) => HttpServerResponse.setHeaders(response, limits)),
-            Effect.annotateLogs({ application_id: caller.applicationId, api_key_id: caller.keyId, mode: caller.mode })
-          )
-        }),
-        Effect.catch((refusal: ApiError.ApiError) => Effect.succeed(refusalAnswer(refusal))),
-        Effect.provideService(IdempotencyStore, store),
-        Effect.provideService(Digest.Digest, digest)
-      )
+  const create =
+    (request: IncomingMessage): Lane.LaneWork =>
+    ({ caller, application }) =>
+      Effect.gen(function* () {
+        const headers = yield* Effect.result(decodeHeaders(request.headers))
+        if (headers._tag === "Failure") return yield* invalid("Headers", headers.failure)
+        const text = yield* readBody(request)
+        let json: unknown
+        try {
+          json = text === "" ? undefined : JSON.parse(text)
+        } catch {
+          return yield* Effect.fail(InvalidRequest.invalidJson())
+        }
+        const body = yield* Effect.result(decodeBody(json))
+        if (body._tag === "Failure") return yield* invalid("Payload", body.failure)
+        return yield* createAnswer(payments, {
+          scope: { applicationId: caller.applicationId, mode: caller.mode },
+          headers: headers.success,
+          body: body.success,
+          application,
+          fingerprint: fingerprintOfText(text)
+        })
+      }).pipe(Effect.provideService(IdempotencyStore, store), Effect.provideService(Digest.Digest, digest))
 
   return (request, response) => {
     if (!takes(request)) return false
-    serve(request, response, route, () => create(request))
+    serve(request, response, route, create(request))
     return true
   }
 }) satisfies Effect.Effect<Lane.LaneHandler, unknown, unknown>

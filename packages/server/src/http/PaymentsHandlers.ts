@@ -85,8 +85,11 @@ export const paymentAnswer = (
 ): Answer => ({ status, body: paymentJson(payment), headers })
 
 /** A payment answered without an Idempotency-Key: the same rendering, nothing stored. */
-const paymentResponse = (payment: Payment.Payment, status: number, headers: Readonly<Record<string, string>> = {}) =>
-  HttpServerResponse.text(paymentJson(payment), { status, contentType: "application/json", headers })
+export const paymentResponse = (
+  payment: Payment.Payment,
+  status: number,
+  headers: Readonly<Record<string, string>> = {}
+) => HttpServerResponse.text(paymentJson(payment), { status, contentType: "application/json", headers })
 
 /** The HTTP response of an idempotent answer; a replay says so. */
 export const toResponse = ({ answer, replayed }: Outcome): HttpServerResponse.HttpServerResponse =>

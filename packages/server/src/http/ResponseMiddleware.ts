@@ -11,20 +11,9 @@
  *   APIs, whose answers carry payer data no cache may keep.
  */
 import { ApiError, OperatorApi, PaymentsApi } from "@kassa/core"
-import {
-  Cause,
-  Context,
-  Duration,
-  Effect,
-  type Exit,
-  type Fiber,
-  type Option,
-  Redacted,
-  Tracer,
-  type Types
-} from "effect"
+import { Cause, Context, Duration, Effect, type Exit, type Fiber, type Option, Tracer, type Types } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { MerchantAuth } from "../auth/Authentication.ts"
+import { bearerCredential, MerchantAuth } from "../auth/Authentication.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import * as RouteFallback from "./RouteFallback.ts"
@@ -155,12 +144,6 @@ const isApiPath = (path: string) =>
   path.startsWith(`${OperatorApi.operatorPrefix}/`) ||
   path === OperatorApi.operatorPrefix
 
-/** The bearer token as HttpApiSecurity.bearer reads it: anything but `Bearer <token>` is an empty credential. */
-const bearerCredential = (request: HttpServerRequest.HttpServerRequest) => {
-  const header = request.headers.authorization ?? ""
-  return Redacted.make(/^bearer /i.test(header) ? header.slice(7).trim() : "")
-}
-
 /**
  * The route template a request will match (`/api/v1/payments/:id`), for span names, which are given before the
  * router runs: never the raw path, whose ids would make a name per payment. Requests no route takes are `unmatched`.
@@ -189,7 +172,7 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
       const unrouted = (request: HttpServerRequest.HttpServerRequest) => {
         const answer = Effect.sync(() => fallback(request.url))
         if (!request.url.startsWith(`${PaymentsApi.apiPrefix}/`)) return answer
-        return auth.check(bearerCredential(request)).pipe(
+        return auth.check(bearerCredential(request.headers.authorization)).pipe(
           Effect.andThen(answer),
           Effect.catch((refusal) => Effect.succeed(RouteFallback.errorResponse(refusal)))
         )
