@@ -441,7 +441,10 @@ try {
         ["app dashboard payments ?mode=test", { applicationId: appId, mode: "test" }],
         ["app dashboard payments ?status=expired", { applicationId: appId, status: "expired" }],
         ["app dashboard payments ?order_reference=order-500", { applicationId: appId, orderReference: "order-500" }],
-        ["app dashboard payments, second page (and CSV batches)", { applicationId: appId, startingAfter: searchCursor }],
+        [
+          "app dashboard payments, second page (and CSV batches)",
+          { applicationId: appId, startingAfter: searchCursor }
+        ],
         ["operator payments, no filter", {}],
         ["operator payments ?status=cancelled", { status: "cancelled" }],
         ["operator payments ?mode=test", { mode: "test" }],
