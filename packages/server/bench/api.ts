@@ -46,6 +46,9 @@
  * JSON.stringify 0.87× per GET (5 of 6) / 1.00× per create; the fetch lane 0.81× per GET (6 of 6); the create lane
  * 0.86× per create (5 of 6); the lanes' span as the parent of the use case's 1.04× per GET. An A/A of POST that hour
  * read 1.09× (1 of 6): the band is wider than ±8 % on some days, so run the A/A beside any A/B under 10 %.
+ * Session 14 (2026-11-28, 8 paired rounds of 4 s each way, load 2–4): no spans for a lane request whose new trace
+ * the sampler drops, with every labelled metric made once: 0.95× / 0.90× (GET / create, new in Kassa's slot), sides
+ * swapped 1.10× / 1.08× (old over new), so ~0.93× / ~0.91×. Ablations behind it: docs/decisions.md (issue 23).
  */
 
 import type { ChildProcess } from "node:child_process"

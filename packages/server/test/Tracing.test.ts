@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { createServer, type Server } from "node:http"
-import { ConfigProvider, Effect, Exit, Layer, Logger, Option, Redacted, References } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Logger, Option, Redacted, References, Tracer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import * as Tracing from "../src/observability/Tracing.ts"
@@ -177,6 +177,32 @@ describe.each(databases)("tracing on %s", (database) => {
     expect(collector.spans.filter((span) => span.traceId === traceId).length).toBeGreaterThan(1)
   })
 
+  it("a request that starts a trace the sampler drops makes no span: its lines carry no trace, its events none", async () => {
+    const server = await startServer(
+      database,
+      { otlpUrl: Option.some(collector.url), otlpSampleRatio: 0 },
+      { logLevel: "Info" }
+    )
+    const shop = await server.createApplication({ webhook_url: receiver.url("/unsampled") })
+    // Refused by the simulator: its event is written inside the provider call's (no-op) span.
+    const refused = await createPayment(server, shop.testKey, {}, { "kassa-simulate": "provider_error" })
+    expect(refused.status).toBe(502)
+    const paymentId = (refused.body as { error: { payment_id: string } }).error.payment_id
+    const fetched = await server.request(`/api/v1/payments/${paymentId}`, { key: shop.testKey })
+    expect(fetched.status).toBe(200)
+    const [event] = await query(server, (sql) => sql`SELECT trace_context FROM events WHERE payment_id = ${paymentId}`)
+    await server.close()
+    // Not the no-op span's "00-noop-noop-00": no trace at all.
+    expect(event).toEqual({ trace_context: null })
+    const ids = [refused.headers.get("request-id"), fetched.headers.get("request-id")]
+    const lines = collector.logs.filter((record) => ids.includes(attribute(record.attributes, "request_id") ?? ""))
+    expect(lines.map((record) => record.body?.stringValue)).toEqual(["Sent HTTP response", "Sent HTTP response"])
+    for (const line of lines) expect(line.traceId ?? "").toBe("")
+    expect(
+      collector.spans.filter((span) => ids.includes(attribute(span.attributes, "kassa.request_id") ?? ""))
+    ).toEqual([])
+  })
+
   it("KASSA_OTLP_LOG_LEVEL=warn exports no request's own log line (it stays on stdout); its spans as before", async () => {
     const server = await startServer(
       database,
@@ -240,6 +266,70 @@ describe("KASSA_OTLP_LOG_LEVEL", () => {
     expect(await read("loud")).toContain(
       "KASSA_OTLP_LOG_LEVEL must be one of all, fatal, error, warn, info, debug, trace, none"
     )
+  })
+})
+
+describe("the tracer off (an unsampled lane request)", () => {
+  /** A line logged and the traceparent read inside a span "child"; the span each line was logged under. */
+  const observed = <R>(
+    around: (child: Effect.Effect<string | undefined>) => Effect.Effect<string | undefined, never, R>
+  ) => {
+    const spans: Array<Tracer.AnySpan | undefined> = []
+    const capture = Logger.make<unknown, void>((options) => void spans.push(options.fiber.cache.span))
+    const child = Effect.log("line").pipe(Effect.andThen(Tracing.currentTraceparent), Effect.withSpan("child"))
+    return around(child).pipe(
+      Effect.provide(Logger.layer([Tracing.withoutNoopSpans(capture)])),
+      Effect.map((traceparent) => ({ traceparent, spans }))
+    )
+  }
+
+  it("no traceparent and no span for a log line under the no-op spans; a real parent above them is used", async () => {
+    const off = await Effect.runPromise(
+      observed((child) => child.pipe(Effect.withSpan("inner"), Effect.withTracerEnabled(false)))
+    )
+    expect(off).toEqual({ traceparent: undefined, spans: [undefined] })
+
+    // A kept span, then the tracer off below it: the traceparent and the line's span are the kept span's.
+    const below = await Effect.runPromise(
+      observed((child) =>
+        Effect.flatMap(Effect.currentSpan, (kept) =>
+          child.pipe(
+            Effect.withTracerEnabled(false),
+            Effect.tap((traceparent) =>
+              Effect.sync(() => expect(traceparent).toBe(`00-${kept.traceId}-${kept.spanId}-01`))
+            )
+          )
+        ).pipe(Effect.orDie, Effect.withSpan("kept"))
+      )
+    )
+    expect(below.spans.map((span) => span?._tag === "Span" && span.name)).toEqual(["kept"])
+    expect(below.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+
+    // The tracer on: the current span, as before.
+    const on = await Effect.runPromise(observed((child) => child))
+    expect(on.spans.map((span) => span?._tag === "Span" && span.name)).toEqual(["child"])
+    expect(on.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+  })
+
+  it("a root kept beforehand is not drawn again; without an endpoint no new trace is kept", () => {
+    const made: Array<boolean> = []
+    const inner = Tracer.make({
+      span: (options) => {
+        made.push(options.sampled)
+        return Tracer.nativeTracer.span(options)
+      }
+    })
+    const never = Tracing.sampled(inner, 0.5, () => 0.9)
+    const program = Effect.void.pipe(Effect.withSpan("root", { annotations: Tracing.keptRoot }))
+    Effect.runSync(program.pipe(Effect.withTracer(never)))
+    Effect.runSync(Effect.void.pipe(Effect.withSpan("drawn"), Effect.withTracer(never)))
+    expect(made).toEqual([true, false])
+    const url = Option.some("http://collector")
+    expect(Tracing.keepsNewTrace({ otlpUrl: Option.none(), otlpSampleRatio: 1 })).toBe(false)
+    expect(Tracing.keepsNewTrace({ otlpUrl: url, otlpSampleRatio: 1 }, () => 0.999)).toBe(true)
+    expect(Tracing.keepsNewTrace({ otlpUrl: url, otlpSampleRatio: 0.1 }, () => 0.05)).toBe(true)
+    expect(Tracing.keepsNewTrace({ otlpUrl: url, otlpSampleRatio: 0.1 }, () => 0.1)).toBe(false)
+    expect(Tracing.keepsNewTrace({ otlpUrl: url, otlpSampleRatio: 0 }, () => 0)).toBe(false)
   })
 })
 

@@ -30,22 +30,9 @@ export const connectionsRefused = Metric.counter("kassa_http_connections_refused
 /** Why a connection was refused: the process's cap, one address's cap, or the accept itself failed (out of files). */
 export type ConnectionRefusal = "max_connections" | "max_connections_per_address" | "accept_error"
 
-// Built once per reason: a flood calls this per connection.
-const refusalSeries = new Map<ConnectionRefusal, Metric.Counter<number>>()
-
 /** Counts one refused connection (or failed accept), in the registry of `context`, from outside any fiber. */
-export const recordConnectionRefusedUnsafe = (context: Context.Context<never>, reason: ConnectionRefusal) => {
-  let series = refusalSeries.get(reason)
-  if (series === undefined) {
-    series = Metric.counter(connectionsRefused.id, {
-      description: connectionsRefused.description,
-      incremental: true,
-      attributes: { reason }
-    })
-    refusalSeries.set(reason, series)
-  }
-  series.updateUnsafe(1, context)
-}
+export const recordConnectionRefusedUnsafe = (context: Context.Context<never>, reason: ConnectionRefusal) =>
+  counterOf(connectionsRefused, { reason }).updateUnsafe(1, context)
 
 export const paymentsCreated = Metric.counter("kassa_payments_created_total", {
   description: "Payments created, by mode and outcome (accepted: pending; refused: stored failed)",
@@ -108,36 +95,50 @@ export const eventLoopLagMax = Metric.gauge("kassa_event_loop_lag_max_seconds", 
 /** Seconds since `started` (a `performance.now()` reading). */
 export const secondsSince = (started: number) => (performance.now() - started) / 1000
 
-/** One request series' metrics, attributes fixed: built once per method, route and status, not per request. */
-interface RequestSeries {
-  readonly count: Metric.Counter<number>
-  readonly duration: Metric.Histogram<number>
-}
-// Bounded: Node's parser takes a fixed list of methods, routes are templates, statuses a small set.
-const requestSeries = new Map<string, RequestSeries>()
+// One metric per series (metric and label values), made on first use and kept: label values come from small fixed
+// sets (see above), so these maps stay small. `Metric.withAttributes` on every update instead copies the context and
+// computes the series key again each time (the request metrics alone cost ~10 % of a GET that way).
+const counters = new Map<string, Metric.Counter<number>>()
+const histograms = new Map<string, Metric.Histogram<number>>()
+const seriesKey = (id: string, attributes: Readonly<Record<string, string>>) =>
+  `${id}\u0000${Object.values(attributes).join("\u0000")}`
 
-const seriesOf = (method: string, route: string, status: number): RequestSeries => {
-  const key = `${method} ${status} ${route}`
-  let series = requestSeries.get(key)
+/** `counter`'s series with these label values (always given in the same order for one counter). */
+const counterOf = (counter: Metric.Counter<number>, attributes: Readonly<Record<string, string>>) => {
+  const key = seriesKey(counter.id, attributes)
+  let series = counters.get(key)
   if (series === undefined) {
-    const attributes = { method, route, status: String(status) }
-    series = {
-      count: Metric.counter(httpRequests.id, { description: httpRequests.description, incremental: true, attributes }),
-      duration: Metric.histogram(httpRequestDuration.id, {
-        description: httpRequestDuration.description,
-        boundaries: httpBoundaries,
-        attributes
-      })
-    }
-    requestSeries.set(key, series)
+    series = Metric.counter(counter.id, { description: counter.description, incremental: true, attributes })
+    counters.set(key, series)
   }
   return series
 }
 
+/** `histogram`'s series with these label values; `boundaries` are the histogram's own. */
+const histogramOf = (
+  histogram: Metric.Histogram<number>,
+  boundaries: ReadonlyArray<number>,
+  attributes: Readonly<Record<string, string>>
+) => {
+  const key = seriesKey(histogram.id, attributes)
+  let series = histograms.get(key)
+  if (series === undefined) {
+    series = Metric.histogram(histogram.id, { description: histogram.description, boundaries, attributes })
+    histograms.set(key, series)
+  }
+  return series
+}
+
+/** Updates series from inside an effect, in its fiber's registry. */
+const updating = (update: (context: Context.Context<never>) => void) =>
+  Effect.withFiber((fiber) => {
+    update(fiber.context)
+    return Effect.void
+  })
+
 /**
  * Counts one answered request and its latency, in the registry of `context`. `route` is the template
- * (`/api/v1/payments/:id`), never the path. On every request: no effect to run and no series key computed again
- * (a `Metric.withAttributes` per request cost both).
+ * (`/api/v1/payments/:id`), never the path. On every request: no effect to run and no series key computed again.
  */
 export const recordRequestUnsafe = (
   context: Context.Context<never>,
@@ -146,43 +147,40 @@ export const recordRequestUnsafe = (
   status: number,
   seconds: number
 ) => {
-  const series = seriesOf(method, route, status)
-  series.count.updateUnsafe(1, context)
-  series.duration.updateUnsafe(seconds, context)
+  const attributes = { method, route, status: String(status) }
+  counterOf(httpRequests, attributes).updateUnsafe(1, context)
+  histogramOf(httpRequestDuration, httpBoundaries, attributes).updateUnsafe(seconds, context)
 }
 
 /** {@link recordRequestUnsafe} as an effect. */
 export const recordRequest = (method: string, route: string, status: number, seconds: number) =>
-  Effect.withFiber((fiber) => {
-    recordRequestUnsafe(fiber.context, method, route, status, seconds)
-    return Effect.void
-  })
+  updating((context) => recordRequestUnsafe(context, method, route, status, seconds))
 
 export const recordPaymentCreated = (mode: Mode.Mode, outcome: "accepted" | "refused") =>
-  Metric.update(Metric.withAttributes(paymentsCreated, { mode, outcome }), 1)
+  updating((context) => counterOf(paymentsCreated, { mode, outcome }).updateUnsafe(1, context))
 
 /** Counts a payment that reached a final status (paid, failed, cancelled, expired); other statuses are not counted. */
 export const recordPaymentSettled = (mode: Mode.Mode, status: string) =>
   status === "pending" || status === "refunded"
     ? Effect.void
-    : Metric.update(Metric.withAttributes(paymentsSettled, { mode, outcome: status }), 1)
+    : updating((context) => counterOf(paymentsSettled, { mode, outcome: status }).updateUnsafe(1, context))
 
 export const recordRefund = (mode: Mode.Mode, outcome: string) =>
-  Metric.update(Metric.withAttributes(refunds, { mode, outcome }), 1)
+  updating((context) => counterOf(refunds, { mode, outcome }).updateUnsafe(1, context))
 
 export const recordDelivery = (outcome: "succeeded" | "failed") =>
-  Metric.update(Metric.withAttributes(webhookDeliveries, { outcome }), 1)
+  updating((context) => counterOf(webhookDeliveries, { outcome }).updateUnsafe(1, context))
 
 export const recordAttempt = (kind: string, outcome: string, seconds: number) =>
-  Effect.andThen(
-    Metric.update(Metric.withAttributes(webhookAttempts, { kind, outcome }), 1),
-    Metric.update(Metric.withAttributes(webhookAttemptDuration, { outcome }), seconds)
-  )
+  updating((context) => {
+    counterOf(webhookAttempts, { kind, outcome }).updateUnsafe(1, context)
+    histogramOf(webhookAttemptDuration, callBoundaries, { outcome }).updateUnsafe(seconds, context)
+  })
 
 export const recordProviderCall = (provider: string, operation: string, outcome: string, seconds: number) => {
   const attributes = { provider, operation, outcome }
-  return Effect.andThen(
-    Metric.update(Metric.withAttributes(providerCalls, attributes), 1),
-    Metric.update(Metric.withAttributes(providerCallDuration, attributes), seconds)
-  )
+  return updating((context) => {
+    counterOf(providerCalls, attributes).updateUnsafe(1, context)
+    histogramOf(providerCallDuration, callBoundaries, attributes).updateUnsafe(seconds, context)
+  })
 }
