@@ -43,6 +43,7 @@ import * as PaymentServices from "./payments/PaymentServices.ts"
 import { Simulator } from "./payments/Simulator.ts"
 import * as ProviderServices from "./providers/ProviderServices.ts"
 import { Retention } from "./retention/Retention.ts"
+import * as PooledRandom from "./security/PooledRandom.ts"
 import { ServerSecrets } from "./security/ServerSecrets.ts"
 import { DailyStats } from "./stats/DailyStats.ts"
 import * as WebhookServices from "./webhooks/WebhookServices.ts"
@@ -103,7 +104,8 @@ export const servicesWith = (simulator: Layer.Layer<Simulator>) =>
     Layer.provideMerge(Database.layer),
     Layer.provideMerge(Readiness.layer),
     Layer.provideMerge(ServerSecrets.layer),
-    Layer.provideMerge(NodeCrypto.layer)
+    // Node's crypto, with its SecureRandom replaced by one drawing its bytes in batches (PooledRandom).
+    Layer.provideMerge(Layer.merge(NodeCrypto.layer, PooledRandom.layer))
   )
 
 /** Services the routes use, with the production simulator. */

@@ -29,6 +29,9 @@ import * as Tracing from "../observability/Tracing.ts"
 import * as ResponseMiddleware from "./ResponseMiddleware.ts"
 import * as RouteFallback from "./RouteFallback.ts"
 
+// The lane's span is made here, so a stack trace would only point here (and cost a capture per request).
+const noStackTrace = { captureStackTrace: false } as const
+
 /** How many requests each lane took in this process, by route: the lanes' tests check that a request took one. */
 export const taken: Record<string, number> = {}
 
@@ -133,11 +136,11 @@ export const runner = Effect.gen(function* () {
     const traced =
       parent._tag === "Some"
         ? Effect.useSpan(`${request.method} ${route}`, { kind: "server", parent: parent.value }, (span) =>
-            Effect.withParentSpan(answer(request, route, work, span), span)
+            Effect.withParentSpan(answer(request, route, work, span), span, noStackTrace)
           )
         : Tracing.keepsNewTrace(config)
           ? Effect.useSpan(`${request.method} ${route}`, { kind: "server", annotations: Tracing.keptRoot }, (span) =>
-              Effect.withParentSpan(answer(request, route, work, span), span)
+              Effect.withParentSpan(answer(request, route, work, span), span, noStackTrace)
             )
           : Effect.withTracerEnabled(answer(request, route, work, undefined), false)
     const fiber = run(traced)

@@ -41,6 +41,11 @@ export const observe = <A, E, R>(
           Metrics.secondsSince(started)
         )
       ),
-      Effect.withSpan(`PaymentProvider.${operation}`, { kind: "client", attributes: { "kassa.provider": provider } })
+      // No stack trace: it would only point here, and capturing one cost a create ~0.7 % (issue 23).
+      Effect.withSpan(
+        `PaymentProvider.${operation}`,
+        { kind: "client", attributes: { "kassa.provider": provider } },
+        { captureStackTrace: false }
+      )
     )
   })
