@@ -82,8 +82,11 @@ export const runner = Effect.gen(function* () {
   const run = Effect.runForkWith(context)
   const deadline = Duration.toMillis(requestDeadline)
 
-  /** The request authenticated and counted, then its work; every answer after the count carries the budget. */
-  const authenticated = (request: IncomingMessage, work: LaneWork) =>
+  /**
+   * The request authenticated and counted, then its work; every answer after the count carries the budget, which is
+   * also handed to `counted` for an answer made outside (past the deadline, as the router's carries it too).
+   */
+  const authenticated = (request: IncomingMessage, work: LaneWork, counted: (budget: Record<string, string>) => void) =>
     auth
       .verify(bearerCredential(request.headers.authorization), () =>
         clientAddress.ofPeer(request.socket.remoteAddress, headerText(request.headers["x-forwarded-for"]))
@@ -103,22 +106,32 @@ export const runner = Effect.gen(function* () {
                 })
               )
             : Effect.succeed(RouteFallback.errorResponse(rateLimited(decision)))
-          return Effect.map(answer, (response) => HttpServerResponse.setHeaders(response, RateLimit.headers(decision)))
+          const budget = RateLimit.headers(decision)
+          counted(budget)
+          return Effect.map(answer, (response) => HttpServerResponse.setHeaders(response, budget))
         }),
         Effect.catch((refusal) => Effect.succeed(refusalAnswer(refusal)))
       )
+
+  /** The answer past the deadline; with the budget's headers once the request was counted. */
+  const overDeadline = (requestId: string, budget: Record<string, string> | undefined) => {
+    const timedOut = ResponseMiddleware.timedOut(requestId, requestDeadline)
+    return budget === undefined
+      ? timedOut
+      : Effect.map(timedOut, (response) => HttpServerResponse.setHeaders(response, budget))
+  }
 
   const answer = (request: IncomingMessage, route: string, work: LaneWork, span: Tracer.Span | undefined) =>
     Effect.suspend(() => {
       const requestId = ResponseMiddleware.newRequestId()
       const started = performance.now()
       if (span?.sampled) span.attribute("kassa.request_id", requestId)
-      const answered = authenticated(request, work).pipe(
-        Effect.catchCause(ResponseMiddleware.failureAnswer),
-        Effect.annotateLogs({ request_id: requestId })
-      )
+      let budget: Record<string, string> | undefined
+      const answered = authenticated(request, work, (headers) => {
+        budget = headers
+      }).pipe(Effect.catchCause(ResponseMiddleware.failureAnswer), Effect.annotateLogs({ request_id: requestId }))
       return ResponseMiddleware.within(answered, deadline, (_fiber, exit) =>
-        Effect.flatMap(exit ?? ResponseMiddleware.timedOut(requestId, requestDeadline), (response) => {
+        Effect.flatMap(exit ?? overDeadline(requestId, budget), (response) => {
           const method = request.method ?? ""
           Metrics.recordRequestUnsafe(context, method, route, response.status, Metrics.secondsSince(started))
           if (span?.sampled) describe(span, request, route, response.status)

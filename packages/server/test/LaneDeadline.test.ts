@@ -1,0 +1,72 @@
+/**
+ * A lane's request past its deadline (issue 23) is answered as the router answers one: 500 `server_error` with
+ * `Retry-After`, and — the request having been counted before its work got stuck — the rate-limit budget's headers.
+ * PostgreSQL only: authentication must get through (a lock on `payments` holds only the work), which PGlite's single
+ * connection cannot give.
+ */
+import { Duration } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as Lane from "../src/http/Lane.ts"
+import * as PaymentCreateLane from "../src/http/PaymentCreateLane.ts"
+import * as PaymentFetchLane from "../src/http/PaymentFetchLane.ts"
+import { holdDatabase } from "./support/HeldDatabase.ts"
+import { createPayment } from "./support/PaymentFixtures.ts"
+import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
+
+type Answer = Awaited<ReturnType<RunningServer["request"]>>
+
+const varying = new Set(["request-id", "date", "connection", "keep-alive", "ratelimit-remaining", "ratelimit-reset"])
+const headersOf = (answer: Answer) => Object.fromEntries([...answer.headers].filter(([name]) => !varying.has(name)))
+
+const expectSameOverDeadline = (lane: Answer, router: Answer) => {
+  for (const answer of [lane, router]) {
+    expect(answer.status).toBe(500)
+    expect(answer.body).toMatchObject({ error: { code: "server_error" } })
+    expect(answer.headers.get("ratelimit-limit")).toBe("100000")
+    expect(answer.headers.get("ratelimit-remaining")).toMatch(/^\d+$/)
+  }
+  expect(lane.text).toBe(router.text)
+  expect(headersOf(lane)).toEqual(headersOf(router))
+}
+
+describe.runIf(databases.includes("postgres"))("a lane's request past its deadline", () => {
+  let server: RunningServer
+  let testKey: string
+  let paymentId: string
+  beforeAll(async () => {
+    server = await startServer("postgres", { requestDeadline: Duration.seconds(1) })
+    testKey = (await server.createApplication({ rate_limit_per_minute: 100_000 })).testKey
+    paymentId = ((await createPayment(server, testKey)).body as { id: string }).id
+  })
+  afterAll(() => server.close())
+
+  it("is answered 500 with the budget's headers, as the router answers it, for the fetch and the create", async () => {
+    const taken = (route: string) => Lane.taken[route] ?? 0
+    const [fetchesBefore, createsBefore] = [taken(PaymentFetchLane.route), taken(PaymentCreateLane.route)]
+    const release = await holdDatabase(server, "postgres", "payments")
+    let answers: Array<Answer>
+    try {
+      const create = (path: string) =>
+        server.request(path, {
+          method: "POST",
+          key: testKey,
+          body: { amount: 1000, order_reference: `held-${path.length}` }
+        })
+      answers = await Promise.all([
+        server.request(`/api/v1/payments/${paymentId}`, { key: testKey }),
+        server.request(`/api/v1/payments/${paymentId}?`, { key: testKey }),
+        create("/api/v1/payments"),
+        create("/api/v1/payments?")
+      ])
+    } finally {
+      await release()
+    }
+    expect([taken(PaymentFetchLane.route), taken(PaymentCreateLane.route)]).toEqual([
+      fetchesBefore + 1,
+      createsBefore + 1
+    ])
+    const [laneFetch, routerFetch, laneCreate, routerCreate] = answers as [Answer, Answer, Answer, Answer]
+    expectSameOverDeadline(laneFetch, routerFetch)
+    expectSameOverDeadline(laneCreate, routerCreate)
+  })
+})
