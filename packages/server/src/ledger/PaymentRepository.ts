@@ -215,10 +215,11 @@ export class PaymentRepository extends Context.Service<
       // payment up by its primary key. With statistics taken while the table was small (after a burst of creates,
       // before autovacuum's next analyze) it otherwise chose the (application_id, mode, order_reference) index and
       // walked every payment of the application: measured in `pnpm bench`, 45 ms per fetch instead of 0.05 ms.
+      // One fragment, not `sql.and` of three: it is built and compiled on every fetch.
       const scoped = (id: Ids.PaymentId, scope: Scope | undefined): Statement.Fragment =>
         scope === undefined
           ? sql`id = ${id}`
-          : sql.and([sql`id = ${id}`, sql`application_id::text = ${scope.applicationId}`, sql`mode = ${scope.mode}`])
+          : sql`(id = ${id} AND application_id::text = ${scope.applicationId} AND mode = ${scope.mode})`
 
       /**
        * The payment columns plus its refunds as JSON (NULL when none), for {@link withRefunds}. One statement is one
