@@ -6,6 +6,7 @@
  */
 import { verify } from "@kassa/webhook-verify"
 import { DateTime, Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Dispatcher } from "../src/webhooks/Dispatcher.ts"
 import { type OperatorInit, operatorRequest } from "./support/OperatorRequests.ts"
@@ -273,6 +274,28 @@ describe.each(databases)("the operator's webhook deliveries on %s", (database) =
         expect((response.body as WireError).error.code).toBe("unauthenticated")
       }
     }
+  })
+
+  it("pages through deliveries that share one instant to the microsecond (last: it rewrites their times)", async () => {
+    // PostgreSQL keeps microseconds: a cursor's time sent back from JavaScript (milliseconds) would end the list
+    // after its first page.
+    await server.run(
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE deliveries SET created_at = '2026-01-01T00:00:00.123456Z' WHERE application_id = ${applicationId}`
+      })
+    )
+    const all = (await list("?limit=100")).data.map((delivery) => delivery.id)
+    expect(all).toHaveLength(5)
+    const seen: Array<string> = []
+    let cursor = ""
+    for (let page = 0; page < 10; page++) {
+      const { data, has_more } = await list(`?limit=2${cursor}`)
+      seen.push(...data.map((delivery) => delivery.id))
+      if (!has_more) break
+      cursor = `&starting_after=${data.at(-1)?.id}`
+    }
+    expect(seen).toEqual(all)
   })
 
   const waitForAttempts = async (id: string, count: number) => {
