@@ -146,15 +146,15 @@ export const runner = Effect.gen(function* () {
     taken[route] = (taken[route] ?? 0) + 1
     // Node's header object is what effect's request wraps too; only the trace headers are read from it.
     const parent = HttpTraceContext.fromHeaders(request.headers as unknown as Headers.Headers)
+    const underSpan = (options: Tracer.SpanOptionsNoTrace) =>
+      Effect.useSpan(`${request.method} ${route}`, { kind: "server", ...options }, (span) =>
+        Effect.withParentSpan(answer(request, route, work, span), span, noStackTrace)
+      )
     const traced =
       parent._tag === "Some"
-        ? Effect.useSpan(`${request.method} ${route}`, { kind: "server", parent: parent.value }, (span) =>
-            Effect.withParentSpan(answer(request, route, work, span), span, noStackTrace)
-          )
+        ? underSpan({ parent: parent.value })
         : Tracing.keepsNewTrace(config)
-          ? Effect.useSpan(`${request.method} ${route}`, { kind: "server", annotations: Tracing.keptRoot }, (span) =>
-              Effect.withParentSpan(answer(request, route, work, span), span, noStackTrace)
-            )
+          ? underSpan({ annotations: Tracing.keptRoot })
           : Effect.withTracerEnabled(answer(request, route, work, undefined), false)
     const fiber = run(traced)
     fiber.addObserver((exit) => {

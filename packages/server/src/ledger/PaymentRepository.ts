@@ -1,6 +1,7 @@
 /**
  * Payments and their refunds in PostgreSQL: row ↔ domain mapping, loading with refunds, the per-payment row lock,
- * writes and the list query. No rules here: the state machine in @kassa/core decides, this module stores.
+ * writes and the list query (a create's INSERT statements are `PaymentInserts`). No rules here: the state machine in
+ * @kassa/core decides, this module stores.
  *
  * Every statement runs on the caller's connection, so inside `sql.withTransaction` it is part of the caller's
  * transaction. Database failures are defects, except the two the contract gives a meaning: a lock held by another
@@ -12,10 +13,10 @@ import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Columns from "../database/Columns.ts"
+import { type NewOwner, type OrderReferenceTaken, paymentInserts } from "./PaymentInserts.ts"
 import {
   decodeCursors,
   decodeIds,
-  decodeOpening,
   decodePaymentIds,
   decodePayments,
   decodeRefunds,
@@ -27,6 +28,7 @@ import {
   storedOf
 } from "./PaymentRows.ts"
 
+export { type NewOwner, OrderReferenceTaken } from "./PaymentInserts.ts"
 export type { StoredPayment } from "./PaymentRows.ts"
 
 /** What a key may see: its application's payments in its mode. */
@@ -44,15 +46,6 @@ export interface ChangeOrigin {
   /** What moved the payment out of `pending`, when this change does (`payments.settled_via`). */
   readonly settledVia?: SettlementSource.SettlementSource | undefined
 }
-
-/** A new payment's application and Idempotency-Key; created settled (refused), what settled it. */
-type NewOwner = Pick<ChangeOrigin, "settledVia"> & {
-  readonly applicationId: Ids.ApplicationId
-  readonly idempotencyKey: string | null
-}
-
-/** An insert lost the race for its order reference to a payment committed meanwhile. */
-export class OrderReferenceTaken extends Schema.TaggedError<OrderReferenceTaken>()("OrderReferenceTaken", {}) {}
 
 /** `starting_after` names no payment the caller can see. */
 export class CursorNotFound extends Schema.TaggedError<CursorNotFound>()("CursorNotFound", {}) {}
@@ -272,70 +265,7 @@ export class PaymentRepository extends Context.Service<
               Effect.orDie
             )
 
-      const insert = (payment: Payment.Payment, owner: NewOwner, now: DateTime.Utc) =>
-        // The arbiter is rule 5's partial unique index: a payment holding the reference (committed, or committing
-        // meanwhile: PostgreSQL waits for it) means nothing is inserted, and the transaction stays usable.
-        sql`
-          INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-            order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
-            created_at, updated_at, idempotency_key, settled_via)
-          VALUES (${payment.id}, ${owner.applicationId}, ${payment.mode}, ${payment.status}, ${payment.amount},
-            ${payment.refunded_amount}, ${payment.currency}, ${payment.method}, ${payment.order_reference},
-            ${payment.description}, ${pg.json(payment.customer)},
-            ${payment.payer === null ? null : pg.json(payment.payer)}, ${payment.locale}, ${payment.return_url},
-            ${pg.json(payment.metadata)}, ${toDate(payment.expires_at)},
-            ${payment.paid_at === null ? null : toDate(payment.paid_at)}, ${toDate(payment.created_at)},
-            ${toDate(now)}, ${owner.idempotencyKey}, ${owner.settledVia ?? null})
-          ON CONFLICT (application_id, mode, order_reference)
-            WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
-            DO NOTHING
-          RETURNING id
-        `.pipe(
-          Effect.orDie,
-          Effect.flatMap((rows) => (rows.length === 0 ? Effect.fail(new OrderReferenceTaken()) : Effect.void))
-        )
-
-      // INSERT … SELECT does not type its parameters from the target columns (VALUES does), hence the casts.
-      const insertOpening = (
-        payment: Payment.Payment,
-        owner: { readonly applicationId: Ids.ApplicationId; readonly idempotencyKey: string | null },
-        now: DateTime.Utc,
-        opening: { readonly linkId: string; readonly idempotencyKey: string }
-      ) =>
-        sql`
-          WITH link AS (
-            SELECT id FROM provider_links
-            WHERE id = ${opening.linkId} AND application_id = ${owner.applicationId} AND status = 'active'
-          ), payment AS (
-            INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-              order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
-              created_at, updated_at, idempotency_key)
-            SELECT ${payment.id}::uuid, ${owner.applicationId}::uuid, ${payment.mode}::text, ${payment.status}::text,
-              ${payment.amount}::bigint, ${payment.refunded_amount}::bigint, ${payment.currency}::text,
-              ${payment.method}::text, ${payment.order_reference}::text, ${payment.description}::text,
-              ${pg.json(payment.customer)}::jsonb, ${payment.payer === null ? null : pg.json(payment.payer)}::jsonb,
-              ${payment.locale}::text, ${payment.return_url}::text, ${pg.json(payment.metadata)}::jsonb,
-              ${toDate(payment.expires_at)}::timestamptz,
-              ${payment.paid_at === null ? null : toDate(payment.paid_at)}::timestamptz,
-              ${toDate(payment.created_at)}::timestamptz, ${toDate(now)}::timestamptz, ${owner.idempotencyKey}::text
-            FROM link
-            ON CONFLICT (application_id, mode, order_reference)
-              WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
-              DO NOTHING
-            RETURNING id
-          ), opening AS (
-            INSERT INTO provider_payments (payment_id, link_id, state, idempotency_key, created_at, updated_at)
-            SELECT payment.id, link.id, 'opening', ${opening.idempotencyKey}::text, ${toDate(now)}::timestamptz,
-              ${toDate(now)}::timestamptz
-            FROM payment, link
-            RETURNING payment_id
-          )
-          SELECT EXISTS (SELECT 1 FROM link) AS linked, EXISTS (SELECT 1 FROM opening) AS inserted
-        `.pipe(
-          Effect.flatMap(decodeOpening),
-          Effect.orDie,
-          Effect.map(([row]) => (row.inserted ? "inserted" : row.linked ? "taken" : "unlinked"))
-        )
+      const { insert, insertOpening } = paymentInserts(sql, pg)
 
       const insertRefund = (paymentId: Ids.PaymentId, refund: Payment.Refund, origin: ChangeOrigin) => sql`
         INSERT INTO refunds (id, payment_id, amount, status, reason, created_at, confirmed_at, idempotency_key,
