@@ -10,6 +10,7 @@ import { Context, DateTime, Effect, Layer, Option, Redacted, Schema } from "effe
 import type { SecureRandom } from "effect/crypto"
 import { SqlClient, SqlSchema } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
+import * as RowMemo from "../database/RowMemo.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 import { ApplicationRow, type StoredApplication } from "./ApplicationRepository.ts"
 
@@ -105,17 +106,19 @@ export class ApiKeyRepository extends Context.Service<
           RETURNING application_id, mode
         `
       })
-      const findLive = SqlSchema.findOneOption({
-        Request: Schema.Struct({ current: Schema.String, previous: Schema.String }),
-        Result: AuthenticatedRow,
-        execute: ({ current, previous }) => sql`
+      // The key and its application are read on every request, and are the same row request after request: decoded
+      // once per change of the row (RowMemo), read from the database every time.
+      const decodeLive = RowMemo.make(AuthenticatedRow, (row) => row.key_id)
+      const findLive = (current: string, previous: string) =>
+        sql<Record<string, unknown>>`
           SELECT k.id AS key_id, k.application_id AS key_application_id, k.mode AS key_mode,
                  k.display AS key_display, k.created_at AS key_created_at, k.last_used_at AS key_last_used_at,
                  k.revoked_at AS key_revoked_at, k.key_hash AS key_hash_stored, a.*
           FROM api_keys k JOIN applications a ON a.id = k.application_id
           WHERE k.key_hash IN (${current}, ${previous}) AND k.revoked_at IS NULL
-        `
-      })
+        `.pipe(
+          Effect.flatMap((rows) => (rows[0] === undefined ? Effect.succeedNone : Effect.asSome(decodeLive(rows[0]))))
+        )
 
       const issue = Effect.fn("ApiKeyRepository.issue")(function* (applicationId: Ids.ApplicationId, mode: Mode.Mode) {
         const key = yield* ApiKey.generate(mode).pipe(Effect.provide(crypto))
@@ -156,9 +159,10 @@ export class ApiKeyRepository extends Context.Service<
         // While KASSA_SECRET_KEY rotates, a key may still be stored under the previous key's hash: one lookup for
         // both, and a key found under the old hash is re-hashed under the new one.
         const previous = Option.map(previousHashOf, (hashUnder) => hashUnder(parsed.value.key))
-        const found = yield* findLive({ current, previous: Option.getOrElse(previous, () => current) }).pipe(
-          Effect.orDie
-        )
+        const found = yield* findLive(
+          current,
+          Option.getOrElse(previous, () => current)
+        ).pipe(Effect.orDie)
         if (Option.isNone(found)) return Option.none()
         const {
           key_id: id,
