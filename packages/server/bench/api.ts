@@ -49,6 +49,8 @@
  * Session 14 (2026-11-28, 8 paired rounds of 4 s each way, load 2–4): no spans for a lane request whose new trace
  * the sampler drops, with every labelled metric made once: 0.95× / 0.90× (GET / create, new in Kassa's slot), sides
  * swapped 1.10× / 1.08× (old over new), so ~0.93× / ~0.91×. Ablations behind it: docs/decisions.md (issue 23).
+ * Session 15 (2026-11-28, 6 paired rounds of 4 s each way, load 1.3–2.9): the API key's row decoded once per change
+ * ~0.98× / ~0.94×; a GET cut down part by part in the baseline's slot (where its CPU goes): docs/decisions.md.
  */
 
 import type { ChildProcess } from "node:child_process"
