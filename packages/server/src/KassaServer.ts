@@ -315,7 +315,7 @@ export const layerWith = (options: { readonly simulator: Layer.Layer<Simulator> 
   // `//admin/…` would slip past a proxy's path rules and still reach the route.
   HttpRouter.serve(Routes, {
     disableLogger: true,
-    routerConfig: { caseSensitive: true, ignoreDuplicateSlashes: false }
+    routerConfig: { caseSensitive: true, ignoreDuplicateSlashes: false, ignoreTrailingSlash: false }
   }).pipe(
     Layer.provide(BodyLimit),
     // HttpServer stays visible so tests can read the bound address.

@@ -110,7 +110,7 @@ describe.each(databases)("headers and HTTP edges on %s", (database) => {
     expect(answer.body).toMatchObject({ error: { code: "http_error" } })
   })
 
-  it("paths match exactly: another case or a doubled slash is 404, so a proxy's path rules cannot be bypassed", async () => {
+  it("paths match exactly: another case, a doubled or a trailing slash is 404, so a proxy's path rules cannot be bypassed", async () => {
     expect((await server.request("/api/v1/payments", { key: testKey })).status).toBe(200)
     for (const path of [
       "/API/V1/payments",
@@ -120,7 +120,12 @@ describe.each(databases)("headers and HTTP edges on %s", (database) => {
       "/ADMIN/api/v1/applications",
       "//admin/api/v1/applications",
       "/Healthz",
-      "/DOCS"
+      "/DOCS",
+      "/api/v1/payments/",
+      "/api/v1/events/",
+      "/admin/api/v1/applications/",
+      "/healthz/",
+      "/docs/"
     ]) {
       const answer = await server.request(path, {
         key: path.toLowerCase().includes("admin") ? server.adminToken : testKey

@@ -150,7 +150,11 @@ const isApiPath = (path: string) =>
  * (Metric labels take the template from the router itself, after it matched.)
  */
 export const routeTemplates = (routes: ReadonlyArray<RouteFallback.KnownRoute>) => {
-  const index = FindMyWay.make<string>({ caseSensitive: true, ignoreDuplicateSlashes: false })
+  const index = FindMyWay.make<string>({
+    caseSensitive: true,
+    ignoreDuplicateSlashes: false,
+    ignoreTrailingSlash: false
+  })
   const seen = new Set<string>()
   for (const { method, path } of routes) {
     const key = `${method.toUpperCase()} ${path}`

@@ -23,7 +23,11 @@ export const errorResponse = (error: ApiError.ApiError): HttpServerResponse.Http
 export const make = (routes: ReadonlyArray<KnownRoute>) => {
   // Path-only index: which methods each known path accepts.
   // Matched like the router matches (KassaServer): case-sensitive, `//` not merged.
-  const index = FindMyWay.make<Set<string>>({ caseSensitive: true, ignoreDuplicateSlashes: false })
+  const index = FindMyWay.make<Set<string>>({
+    caseSensitive: true,
+    ignoreDuplicateSlashes: false,
+    ignoreTrailingSlash: false
+  })
   const byPath = new Map<string, Set<string>>()
   for (const { method, path } of routes) {
     const methods = byPath.get(path)
