@@ -5,7 +5,7 @@
  *
  * Used for the API key's lookup, which reads the same key and application row on every request of a merchant (the
  * row is still read from the database every time, so a revoked key or a changed application is seen at once; only
- * the decoding of an unchanged row is skipped). Under load the schema's decode cost a GET about a tenth of its CPU.
+ * the decoding of an unchanged row is skipped): ~2 % of a GET's CPU and ~6 % of a create's in `pnpm bench`.
  *
  * Columns are compared as the driver hands them back: primitives by value, `Date`s by their time, arrays element by
  * element; any other object (a parsed `jsonb`) counts as changed unless it is the very same object, so such a row is
