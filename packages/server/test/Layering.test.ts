@@ -37,6 +37,7 @@ const layers: ReadonlyArray<readonly [layer: string, folders: ReadonlyArray<stri
   ["database", ["database", "database/migrations"]],
   ["observability", ["observability"]],
   ["configuration", ["config"]],
+  ["in-memory structures", ["support"]],
   ["templates", ["pages", "pages/dashboard", "pages/dashboard/assets"]]
 ]
 

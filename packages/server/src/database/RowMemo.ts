@@ -9,9 +9,11 @@
  *
  * Columns are compared as the driver hands them back: primitives by value, `Date`s by their time, arrays element by
  * element; any other object (a parsed `jsonb`) counts as changed unless it is the very same object, so such a row is
- * simply decoded again. The memory is bounded: past `limit` identities the oldest is forgotten.
+ * simply decoded again. The memory is bounded (`BoundedMap`): past `limit` identities the one decoded longest ago
+ * is forgotten.
  */
 import { Effect, Schema } from "effect"
+import { BoundedMap } from "../support/BoundedMap.ts"
 
 const sameValue = (a: unknown, b: unknown): boolean => {
   if (a === b) return true
@@ -40,7 +42,7 @@ export const make = <S extends Schema.Struct<Schema.Struct.Fields>>(
 ) => {
   const names = Object.keys(schema.fields)
   const decode = Schema.decodeUnknownEffect(schema)
-  const memory = new Map<unknown, Remembered<S["Type"]>>()
+  const memory = new BoundedMap<unknown, Remembered<S["Type"]>>(limit)
   const columnsOf = (row: Readonly<Record<string, unknown>>) => names.map((name) => row[name])
   const unchanged = (remembered: Remembered<S["Type"]>, row: Readonly<Record<string, unknown>>) => {
     for (let i = 0; i < names.length; i++) {
@@ -53,10 +55,6 @@ export const make = <S extends Schema.Struct<Schema.Struct.Fields>>(
     const remembered = memory.get(key)
     if (remembered !== undefined && unchanged(remembered, row)) return Effect.succeed(remembered.value)
     return Effect.map(decode(row), (value) => {
-      if (remembered === undefined && memory.size >= limit) {
-        const oldest = memory.keys().next()
-        if (oldest.done !== true) memory.delete(oldest.value)
-      }
       memory.set(key, { columns: columnsOf(row), value })
       return value
     })

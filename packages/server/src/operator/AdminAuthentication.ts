@@ -18,6 +18,7 @@ import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { AuditLog, AuditSubject, type OperatorApiAction } from "../audit/AuditLog.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
+import { BoundedMap } from "../support/BoundedMap.ts"
 import { addressKey } from "../users/SignInThrottle.ts"
 
 // Fixed-length digests, so the comparison takes the same time whatever the token's length or first wrong byte.
@@ -31,8 +32,7 @@ export const layer = Layer.effect(
     const audit = yield* AuditLog
     const clientAddress = yield* ClientAddress
     // Per client address (IPv6 by /64); bounded: an address with no wrong token for a window is dropped first.
-    const failures = new Map<string, LoginThrottle.AddressState>()
-    const maxAddresses = 50_000
+    const failures = new BoundedMap<string, LoginThrottle.AddressState>(50_000)
 
     /** Refuses an address the rule has locked, before its token is looked at. */
     const admitted = (address: string) =>
@@ -59,12 +59,7 @@ export const layer = Layer.effect(
     const wrongToken = (address: string) =>
       Effect.flatMap(DateTime.now, (now) => {
         const next = LoginThrottle.addressAfterFailure(failures.get(address) ?? LoginThrottle.initialAddress, now)
-        failures.delete(address)
         failures.set(address, next)
-        if (failures.size > maxAddresses) {
-          const oldest = failures.keys().next()
-          if (oldest.done !== true) failures.delete(oldest.value)
-        }
         return Effect.fail(new ApiError.Unauthenticated({ message: "The admin token is not valid." }))
       })
 

@@ -3,23 +3,20 @@
  * oldest forgotten beyond `capacity`, so a server with many links holds a few hundred clients and agents at most.
  */
 import { Effect } from "effect"
+import { BoundedMap } from "../support/BoundedMap.ts"
 import type { LinkAccess } from "./ProviderConnector.ts"
 
 export const make = <C, E = never>(
   makeClient: (link: LinkAccess) => Effect.Effect<C, E>,
   capacity = 256
 ): ((link: LinkAccess) => Effect.Effect<C, E>) => {
-  const clients = new Map<string, C>()
+  const clients = new BoundedMap<string, C>(capacity)
   return (link) =>
     Effect.suspend(() => {
       const cached = clients.get(link.id)
       if (cached !== undefined) return Effect.succeed(cached)
       return Effect.map(makeClient(link), (made) => {
         clients.set(link.id, made)
-        if (clients.size > capacity) {
-          const oldest = clients.keys().next()
-          if (oldest.done !== true) clients.delete(oldest.value)
-        }
         return made
       })
     })

@@ -11,6 +11,7 @@
  */
 import { LoginThrottle } from "@kassa/core"
 import type { DateTime } from "effect"
+import { BoundedMap } from "../support/BoundedMap.ts"
 
 /** Entries kept per map; about 100 bytes each. */
 const maxEntries = 50_000
@@ -27,28 +28,6 @@ export const addressKey = (address: string | null): string => {
     .slice(0, 4)
     .map((group) => group.replace(/^0+(?=.)/, ""))
     .join(":")}::/64`
-}
-
-class Bounded<V> {
-  private readonly entries = new Map<string, V>()
-  get(key: string): V | undefined {
-    return this.entries.get(key)
-  }
-  set(key: string, value: V): void {
-    // Re-inserted at the end: the map's order is the order of last use.
-    this.entries.delete(key)
-    this.entries.set(key, value)
-    if (this.entries.size > maxEntries) {
-      const oldest = this.entries.keys().next()
-      if (oldest.done !== true) this.entries.delete(oldest.value)
-    }
-  }
-  delete(key: string): void {
-    this.entries.delete(key)
-  }
-  deleteWhere(predicate: (key: string) => boolean): void {
-    for (const key of this.entries.keys()) if (predicate(key)) this.entries.delete(key)
-  }
 }
 
 export interface SignInThrottle {
@@ -69,8 +48,8 @@ export interface SignInThrottle {
 }
 
 export const make = (): SignInThrottle => {
-  const addresses = new Bounded<LoginThrottle.AddressState>()
-  const pairs = new Bounded<LoginThrottle.PairState>()
+  const addresses = new BoundedMap<string, LoginThrottle.AddressState>(maxEntries)
+  const pairs = new BoundedMap<string, LoginThrottle.PairState>(maxEntries)
   const inFlight = new Map<string, number>()
   // The address key cannot contain a newline; e-mail addresses are matched after it.
   const pairKey = (address: string, account: string) => `${address}\n${account}`
