@@ -32,7 +32,7 @@ import * as PaymentFetchLane from "./http/PaymentFetchLane.ts"
 import { PaymentsHandlers } from "./http/PaymentsHandlers.ts"
 import * as ProviderWebhookRoutes from "./http/ProviderWebhookRoutes.ts"
 import * as ResponseMiddleware from "./http/ResponseMiddleware.ts"
-import type * as RouteFallback from "./http/RouteFallback.ts"
+import * as RouteFallback from "./http/RouteFallback.ts"
 import { TestHandlers } from "./http/TestHandlers.ts"
 import * as LedgerServices from "./ledger/LedgerServices.ts"
 import * as LiveServices from "./live/LiveServices.ts"
@@ -311,12 +311,8 @@ const Observability = Layer.mergeAll(
 
 /** The whole server, given its settings (`ServerConfig`) and a test-mode simulator. */
 export const layerWith = (options: { readonly simulator: Layer.Layer<Simulator> }) =>
-  // Paths match exactly as written (effect's router ignores case and merges `//` by default): `/API/V1/…` or
-  // `//admin/…` would slip past a proxy's path rules and still reach the route.
-  HttpRouter.serve(Routes, {
-    disableLogger: true,
-    routerConfig: { caseSensitive: true, ignoreDuplicateSlashes: false, ignoreTrailingSlash: false }
-  }).pipe(
+  // Paths match exactly as written (RouteFallback.exactPaths).
+  HttpRouter.serve(Routes, { disableLogger: true, routerConfig: RouteFallback.exactPaths }).pipe(
     Layer.provide(BodyLimit),
     // HttpServer stays visible so tests can read the bound address.
     Layer.provideMerge(HttpServerLive),

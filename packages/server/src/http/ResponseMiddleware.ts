@@ -150,11 +150,7 @@ const isApiPath = (path: string) =>
  * (Metric labels take the template from the router itself, after it matched.)
  */
 export const routeTemplates = (routes: ReadonlyArray<RouteFallback.KnownRoute>) => {
-  const index = FindMyWay.make<string>({
-    caseSensitive: true,
-    ignoreDuplicateSlashes: false,
-    ignoreTrailingSlash: false
-  })
+  const index = FindMyWay.make<string>(RouteFallback.exactPaths)
   const seen = new Set<string>()
   for (const { method, path } of routes) {
     const key = `${method.toUpperCase()} ${path}`

@@ -19,15 +19,17 @@ export const errorResponse = (error: ApiError.ApiError): HttpServerResponse.Http
   return HttpServerResponse.jsonUnsafe(ApiError.toWire(error), { status: ApiError.statusOf(error), headers })
 }
 
+/**
+ * How every path is matched — by the router (KassaServer) and by the indexes that must agree with it (this module's,
+ * ResponseMiddleware's route templates): exactly as written. Effect's router ignores case, merges `//` and drops a
+ * trailing `/` by default, so `/API/V1/…`, `//admin/…` or `/healthz/` would slip past a proxy's path rules.
+ */
+export const exactPaths = { caseSensitive: true, ignoreDuplicateSlashes: false, ignoreTrailingSlash: false } as const
+
 /** The 404 or 405 for a request no route took, given every route the server serves. */
 export const make = (routes: ReadonlyArray<KnownRoute>) => {
-  // Path-only index: which methods each known path accepts.
-  // Matched like the router matches (KassaServer): case-sensitive, `//` not merged.
-  const index = FindMyWay.make<Set<string>>({
-    caseSensitive: true,
-    ignoreDuplicateSlashes: false,
-    ignoreTrailingSlash: false
-  })
+  // Path-only index: which methods each known path accepts, matched as the router matches.
+  const index = FindMyWay.make<Set<string>>(exactPaths)
   const byPath = new Map<string, Set<string>>()
   for (const { method, path } of routes) {
     const methods = byPath.get(path)
