@@ -26,5 +26,5 @@ EXPOSE 4000
 # Ready = database reachable, schema current, not draining (GET /readyz); the image has no curl, Node has fetch.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.KASSA_PORT || 4000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# The flags of `npm start` (packages/server/package.json): a small young generation and a bounded heap.
-CMD ["node", "--max-semi-space-size=16", "--max-old-space-size=256", "--initial-old-space-size=64", "dist/main.js"]
+# The flags of `npm start` (packages/server/package.json): the young generation and heap chosen in docs/decisions.md.
+CMD ["node", "--max-semi-space-size=32", "--max-old-space-size=320", "--initial-old-space-size=128", "dist/main.js"]

@@ -51,6 +51,8 @@
  * swapped 1.10× / 1.08× (old over new), so ~0.93× / ~0.91×. Ablations behind it: docs/decisions.md (issue 23).
  * Session 15 (2026-11-28, 6 paired rounds of 4 s each way, load 1.3–2.9): the API key's row decoded once per change
  * ~0.98× / ~0.94×; a GET cut down part by part in the baseline's slot (where its CPU goes): docs/decisions.md.
+ * Session 16 (2026-11-28, 6 paired rounds of 4 s each way, load 3–5): `npm start`'s heap flags 32/320/128 against
+ * 16/256/64 (semi-space/max old/initial old, MiB) 0.90× / 0.94×, sides swapped 1.15× / 1.09×: ~0.88× / ~0.92×.
  */
 
 import type { ChildProcess } from "node:child_process"

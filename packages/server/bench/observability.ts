@@ -70,7 +70,7 @@ const start = (port: number, extra: Record<string, string>) =>
       KASSA_ENV: "production",
       ...extra
     },
-    ["--conditions=@kassa/source", "--max-semi-space-size=16", "--max-old-space-size=256"]
+    ["--conditions=@kassa/source", "--max-semi-space-size=32", "--max-old-space-size=320"]
   )
 
 await database.create()
