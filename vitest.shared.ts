@@ -14,6 +14,9 @@ export default defineConfig({
     // 404 s with two, 756 s with one; the CLI's 210 s with two, 250 s with one).
     maxWorkers: Math.max(2, availableParallelism()),
     hookTimeout: 60_000,
+    // expect.poll's 1 s default is shorter than a page's second request on a busy two-core machine (a checkout logo
+    // once took longer in CI): a poll that is going to pass does so as soon as it can, whatever the bound.
+    expect: { poll: { timeout: 10_000 } },
     // The JSON report feeds the totals line that `npm test` prints last.
     reporters: ["default", ["json", { outputFile: "test-results/vitest.json" }]]
   }
