@@ -25,6 +25,18 @@ import { ServerSecrets } from "../src/security/ServerSecrets.ts"
 export const root = join(import.meta.dirname, "..")
 /** The database the scratch database is created from (and dropped through). */
 export const maintenanceUrl = process.env.KASSA_BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+/**
+ * The Node flags of `npm start` (the heap settings in package.json's start script): servers are benched with them, so
+ * the figures are those of the server as operators start it. `override` (a bench's KASSA_BENCH_NODE_FLAGS, space
+ * separated) replaces them, to compare settings.
+ */
+export const startFlags = (override?: string): ReadonlyArray<string> =>
+  override === undefined
+    ? (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start
+        .split(" ")
+        .filter((word) => word.startsWith("--"))
+    : override.split(" ").filter((word) => word.length > 0)
+
 /** KASSA_SECRET_KEY of every bench's servers; the seeding below hashes keys with it, so the two must agree. */
 export const secretKey = "bench-secret-key-0123456789abcdef"
 

@@ -5,7 +5,7 @@
  *
  * Usage, with `pnpm bench` running Kassa alone under load:
  *   KASSA_BENCH_ONLY=kassa KASSA_BENCH_SCENARIOS="GET saturation" KASSA_BENCH_SECONDS=25 KASSA_BENCH_ROUNDS=1 \
- *     KASSA_BENCH_NODE_FLAGS="--max-semi-space-size=32 --max-old-space-size=320 --initial-old-space-size=128 \
+ *     KASSA_BENCH_NODE_FLAGS="<npm start's flags> \
  *     --inspect=127.0.0.1:9229" node --conditions=@kassa/source bench/api.ts &
  *   sleep 15; node bench/allocations.ts 9229 6 files     (port, seconds, `files` or `functions`[, `promoted`])
  * Divide the total by the round's requests (its req/s × seconds) for the bytes a request allocates. With `promoted`,

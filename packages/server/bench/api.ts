@@ -56,7 +56,6 @@
  */
 
 import type { ChildProcess } from "node:child_process"
-import { readFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { join } from "node:path"
 import autocannon from "autocannon"
@@ -71,6 +70,7 @@ import {
   scratchDatabase,
   secretKey,
   seedApplication,
+  startFlags,
   startProcess,
   waitFor
 } from "./BenchSupport.ts"
@@ -87,18 +87,13 @@ const picked = (process.env.KASSA_BENCH_SCENARIOS ?? "")
 const database = scratchDatabase("kassa_bench")
 // Kassa runs in production here, which refuses an admin token shorter than 32 characters.
 const adminToken = "bench-admin-token-0123456789abcdef"
-// Kassa runs with the Node flags of `npm start` (the heap settings in package.json's start script), so the figures are
-// those of the server as operators start it. KASSA_BENCH_NODE_FLAGS replaces them, to compare settings.
-const startFlags = (
-  JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { start: string } }
-).scripts.start
-  .split(" ")
-  .filter((word) => word.startsWith("--"))
-const flagsOf = (value: string | undefined, otherwise: ReadonlyArray<string>) =>
-  value === undefined ? otherwise : value.split(" ").filter((flag) => flag.length > 0)
-const nodeFlags = flagsOf(process.env.KASSA_BENCH_NODE_FLAGS, startFlags)
+// Kassa runs with the Node flags of `npm start`; KASSA_BENCH_NODE_FLAGS replaces them, to compare settings.
+const nodeFlags = startFlags(process.env.KASSA_BENCH_NODE_FLAGS)
 // Node flags for that other build (default: the same as Kassa's), e.g. to compare heap settings on one build.
-const againstFlags = flagsOf(process.env.KASSA_BENCH_AGAINST_NODE_FLAGS, nodeFlags)
+const againstFlags =
+  process.env.KASSA_BENCH_AGAINST_NODE_FLAGS === undefined
+    ? nodeFlags
+    : startFlags(process.env.KASSA_BENCH_AGAINST_NODE_FLAGS)
 // Settings for that other build over Kassa's, `NAME=value,…`; `NAME=` unsets one (e.g. `KASSA_OTLP_URL=` for an
 // A/B of what exporting costs).
 const againstEnv = Object.fromEntries(

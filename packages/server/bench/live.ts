@@ -110,6 +110,7 @@ import {
   scratchDatabase,
   secretKey,
   seedKeys,
+  startFlags,
   startProcess,
   waitFor
 } from "./BenchSupport.ts"
@@ -121,17 +122,7 @@ const port = 4721
 const base = `http://127.0.0.1:${port}`
 // Production refuses an admin token shorter than 32 characters.
 const adminToken = "bench-admin-token-0123456789abcdef"
-const startFlags = (
-  JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { start: string } }
-).scripts.start
-  .split(" ")
-  .filter((word) => word.startsWith("--"))
-const nodeFlags = [
-  "--conditions=@kassa/source",
-  ...(process.env.KASSA_BENCH_NODE_FLAGS === undefined
-    ? startFlags
-    : process.env.KASSA_BENCH_NODE_FLAGS.split(" ").filter((flag) => flag.length > 0))
-]
+const nodeFlags = ["--conditions=@kassa/source", ...startFlags(process.env.KASSA_BENCH_NODE_FLAGS)]
 
 /** A certificate for 127.0.0.1, made for this run only. */
 const certificate = () => {

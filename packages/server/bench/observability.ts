@@ -35,6 +35,7 @@ import {
   secretKey,
   seedApplication,
   sleep,
+  startFlags,
   startProcess,
   waitFor
 } from "./BenchSupport.ts"
@@ -70,7 +71,7 @@ const start = (port: number, extra: Record<string, string>) =>
       KASSA_ENV: "production",
       ...extra
     },
-    ["--conditions=@kassa/source", "--max-semi-space-size=32", "--max-old-space-size=320"]
+    ["--conditions=@kassa/source", ...startFlags()]
   )
 
 await database.create()

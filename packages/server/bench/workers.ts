@@ -14,18 +14,16 @@
  * Settings: KASSA_BENCH_DATABASE_URL, KASSA_BENCH_SECONDS (10), KASSA_BENCH_ROUNDS (2 per worker count).
  */
 import type { ChildProcess } from "node:child_process"
-import { readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
-import { join } from "node:path"
 import autocannon from "autocannon"
 import {
   createPayment,
   median,
-  root,
   scratchDatabase,
   secretKey,
   seedApplication,
   sleep,
+  startFlags,
   startProcess,
   waitFor
 } from "./BenchSupport.ts"
@@ -34,11 +32,7 @@ const seconds = Number(process.env.KASSA_BENCH_SECONDS ?? 10)
 const rounds = Number(process.env.KASSA_BENCH_ROUNDS ?? 2)
 const main = process.env.KASSA_BENCH_MAIN ?? "src/main.ts"
 const adminToken = "bench-admin-token-0123456789abcdef"
-const heapFlags = (
-  JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: { start: string } }
-).scripts.start
-  .split(" ")
-  .filter((word) => word.startsWith("--"))
+const heapFlags = startFlags()
 const nodeFlags = main.endsWith(".ts") ? ["--conditions=@kassa/source", ...heapFlags] : heapFlags
 const port = 4900 + Math.floor(Math.random() * 500)
 const base = `http://127.0.0.1:${port}`
