@@ -111,6 +111,7 @@ describe.each(databases)("live refund events on %s", (database) => {
     const linked = await linkedApplication()
     const { id } = await paidLivePayment(linked, 1000)
     const answered = await operatorRefund(id, { amount: 400 })
+    expect(answered.status, answered.text).toBe(201)
     expect(answered.body).toMatchObject({ status: "partially_refunded", refunded_amount: 400 })
     await fake.settled()
     const refundId = String((answered.body as WirePayment).refunds[0]?.id)

@@ -44,6 +44,9 @@ export const paidLivePayment = async (
   amount = 1000
 ) => {
   const { sessionId, paymentIntentId } = await paidSession(fake, linked.stripeKey, amount)
+  // The payment's own events (checkout.session.completed…) handled before Kassa's rows exist: one still in flight
+  // afterwards would hold the payment's row while the test refunds, which then answers 409 payment_busy.
+  await fake.settled()
   const id = crypto.randomUUID()
   await insertPayment(server, {
     id,
