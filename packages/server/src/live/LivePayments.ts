@@ -232,7 +232,12 @@ export class LivePayments extends Context.Service<
           )
           if (!failedHere) return yield* answerStored(id)
           yield* Effect.logWarning("Live payment failed: the provider did not open a checkout").pipe(
-            Effect.annotateLogs({ payment_id: id, provider_answer: said._tag })
+            Effect.annotateLogs({
+              payment_id: id,
+              provider_answer: said._tag,
+              // Which "no answer" (timeout, unavailable, rate_limited) or which refusal (the HTTP status).
+              provider_detail: said._tag === "NoAnswer" ? said.reason : said._tag === "Refused" ? said.status : null
+            })
           )
           return Result.fail(notOpenedError(id, said._tag === "NoAnswer" ? "NoAnswer" : "Refused")) as OpenAnswer
         },

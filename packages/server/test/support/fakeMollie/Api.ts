@@ -209,6 +209,7 @@ export const makeApi = (options: {
       const profile = profiles.authenticate(request.headers.authorization)
       const fault: Fault | undefined = faults.take(method, url.pathname)
       if (fault?.kind === "hang") return hang()
+      if (fault?.kind === "closed") return void request.socket.resetAndDestroy()
       if (fault?.kind === "status") {
         const title =
           fault.status === 429 ? "Too Many Requests" : fault.status >= 500 ? "Internal Server Error" : "Bad Request"

@@ -95,6 +95,7 @@ export const makeApi = (options: {
       const account = accounts.authenticate(request.headers.authorization)
       const fault = faults.take(method, url.pathname)
       if (fault?.kind === "hang") return hang()
+      if (fault?.kind === "closed") return void request.socket.resetAndDestroy()
       if (fault?.kind === "status") {
         const type =
           fault.status === 429 ? "rate_limit_error" : fault.status >= 500 ? "api_error" : "invalid_request_error"

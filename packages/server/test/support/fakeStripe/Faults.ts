@@ -7,6 +7,8 @@
  *   an endpoint begins"). 429 is Stripe's rate limit (https://docs.stripe.com/rate-limits). `shouldRetry` sets
  *   `Stripe-Should-Retry`, which the SDK obeys.
  * - `hang`: never answered and never run (the caller's timeout decides).
+ * - `closed`: the connection reset under the request, which is never run: what a client meets when it writes on a
+ *   kept-alive connection the server had closed while idle (https://nodejs.org/api/http.html#requestreusedsocket).
  * - `hang-after`: run, kept under its Idempotency-Key, and never answered: a create Kassa timed out on that Stripe did.
  * - `status-after`: run, kept under its Idempotency-Key, then answered with that status (5xx): the answer was lost on
  *   the way back, so a retry with the same key replays what Stripe did (https://docs.stripe.com/idempotency).
@@ -16,6 +18,7 @@
 export type Fault =
   | { readonly kind: "status"; readonly status: number; readonly shouldRetry?: boolean }
   | { readonly kind: "hang" }
+  | { readonly kind: "closed" }
   | { readonly kind: "hang-after" }
   | { readonly kind: "status-after"; readonly status: number }
   | { readonly kind: "delay-after"; readonly ms: number }
