@@ -10,7 +10,7 @@
  * they keep to their own imports.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { openSync, readFileSync } from "node:fs"
 import { createServer } from "node:http"
 import { join } from "node:path"
 import { NodeCrypto } from "@effect/platform-node"
@@ -68,8 +68,11 @@ export const scratchDatabase = (prefix: string) => {
   }
 }
 
+const stdoutFile = process.env.KASSA_BENCH_STDOUT
+
 /** A Node process in the server package (`args`: script and its arguments), its stderr passed through; an `env`
- * value `undefined` leaves that variable out. */
+ * value `undefined` leaves that variable out. Its stdout is dropped, or appended to the file KASSA_BENCH_STDOUT
+ * names (V8's `--trace-gc` and `--trace-gc-nvp` write there). */
 export const startProcess = (
   args: ReadonlyArray<string>,
   env: Record<string, string | undefined>,
@@ -78,7 +81,7 @@ export const startProcess = (
   spawn(process.execPath, [...flags, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
-    stdio: ["ignore", "ignore", "inherit"]
+    stdio: ["ignore", stdoutFile === undefined ? "ignore" : openSync(stdoutFile, "a"), "inherit"]
   })
 
 /** Polls `url` every 100 ms until its status passes `accept` (a refused connection is "not yet"); bounded. */
