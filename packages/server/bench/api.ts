@@ -21,8 +21,9 @@
  * KASSA_BENCH_ONLY=kassa runs Kassa alone (for profiling with KASSA_BENCH_NODE_FLAGS="… --cpu-prof");
  * KASSA_BENCH_AGAINST=/path/to/other/dist/main.js runs another build of Kassa in the baseline's place and no floor
  * (an A/B), with KASSA_BENCH_AGAINST_NODE_FLAGS for its flags (default Kassa's: KASSA_BENCH_NODE_FLAGS, default
- * `npm start`'s) and KASSA_BENCH_AGAINST_ENV (`NAME=value,…` over Kassa's settings; `NAME=` unsets one). Every
- * setting is printed with the load average of each round.
+ * `npm start`'s) and KASSA_BENCH_AGAINST_ENV (`NAME=value,…` over Kassa's settings; `NAME=` unsets one);
+ * KASSA_BENCH_ENV the same over Kassa's own. KASSA_BENCH_STDOUT=file keeps the servers' stdout (V8's `--trace-gc`).
+ * Every setting is printed with the load average of each round.
  *
  * Check of the harness: two identical Kassa builds side by side (KASSA_BENCH_AGAINST=dist/main.js) agreed within
  * 3 % (4 rounds of create at saturation). An earlier version of the server showed a 30 % gap
@@ -53,6 +54,8 @@
  * ~0.98× / ~0.94×; a GET cut down part by part in the baseline's slot (where its CPU goes): docs/decisions.md.
  * Session 16 (2026-11-28, 6 paired rounds of 4 s each way, load 3–5): `npm start`'s heap flags 32/320/128 against
  * 16/256/64 (semi-space/max old/initial old, MiB) 0.90× / 0.94×, sides swapped 1.15× / 1.09×: ~0.88× / ~0.92×.
+ * Session 17 (2026-11-28, 6 paired rounds of 4 s each way, load 3.5–3.9): the fetch in one statement (the payment's
+ * read riding on the key's) 0.89× per GET, sides swapped 1.20×: ~0.86×.
  */
 
 import type { ChildProcess } from "node:child_process"
@@ -94,17 +97,20 @@ const againstFlags =
   process.env.KASSA_BENCH_AGAINST_NODE_FLAGS === undefined
     ? nodeFlags
     : startFlags(process.env.KASSA_BENCH_AGAINST_NODE_FLAGS)
-// Settings for that other build over Kassa's, `NAME=value,…`; `NAME=` unsets one (e.g. `KASSA_OTLP_URL=` for an
-// A/B of what exporting costs).
-const againstEnv = Object.fromEntries(
-  (process.env.KASSA_BENCH_AGAINST_ENV ?? "")
-    .split(",")
-    .filter((pair) => pair.includes("="))
-    .map((pair) => {
-      const [name = "", ...value] = pair.split("=")
-      return [name.trim(), value.join("=") === "" ? undefined : value.join("=")]
-    })
-)
+// Settings over Kassa's own (KASSA_BENCH_ENV) and, for that other build, over Kassa's (KASSA_BENCH_AGAINST_ENV):
+// `NAME=value,…`; `NAME=` unsets one (e.g. `KASSA_OTLP_URL=` for an A/B of what exporting costs).
+const settingsOf = (list: string | undefined) =>
+  Object.fromEntries(
+    (list ?? "")
+      .split(",")
+      .filter((pair) => pair.includes("="))
+      .map((pair) => {
+        const [name = "", ...value] = pair.split("=")
+        return [name.trim(), value.join("=") === "" ? undefined : value.join("=")]
+      })
+  )
+const kassaEnv = settingsOf(process.env.KASSA_BENCH_ENV)
+const againstEnv = settingsOf(process.env.KASSA_BENCH_AGAINST_ENV)
 
 const ports = { kassa: 4701, base: 4702, floor: 4703, kassaMetrics: 4711, baseMetrics: 4712, otlp: 4713 }
 
@@ -208,7 +214,7 @@ try {
     KASSA_OTLP_SAMPLE_RATIO: "0.1"
   }
   // Kassa runs from its build (dist/), as `npm start` does, with its own flags; the baselines from source.
-  const kassa = startProcess(["dist/main.js"], env, nodeFlags)
+  const kassa = startProcess(["dist/main.js"], { ...env, ...kassaEnv }, nodeFlags)
   children.push(kassa)
   await waitFor(`http://127.0.0.1:${ports.kassa}/healthz`, (status) => status < 500)
 
@@ -269,7 +275,7 @@ try {
     `Medians of ${rounds} rotating round(s) of ${seconds} s; ratios are medians of the per-round ratios, "k/n": in k of n rounds below 1. RSS: peak per scenario; idle ${idle}; under load ${who.map((name) => `${name} ${Math.round(peakRss(measured, name))} MB`).join(", ")}.`
   )
   console.log(
-    `Kassa's Node flags: ${nodeFlags.join(" ") || "(none)"}${against === undefined ? "" : `; base is ${against} with ${againstFlags.join(" ") || "(none)"}${process.env.KASSA_BENCH_AGAINST_ENV === undefined ? "" : ` and ${process.env.KASSA_BENCH_AGAINST_ENV}`}`}. /metrics scraped ${scrapes.counts.scrapes} times (${scrapes.counts.failures} failed, ${scrapes.counts.bytes} bytes); OTLP sink got ${sink.counts.exports} exports, ${(sink.counts.bytes / 1e6).toFixed(1)} MB. Load average now ${loadavg()
+    `Kassa's Node flags: ${nodeFlags.join(" ") || "(none)"}${process.env.KASSA_BENCH_ENV === undefined ? "" : `, settings ${process.env.KASSA_BENCH_ENV}`}${against === undefined ? "" : `; base is ${against} with ${againstFlags.join(" ") || "(none)"}${process.env.KASSA_BENCH_AGAINST_ENV === undefined ? "" : ` and ${process.env.KASSA_BENCH_AGAINST_ENV}`}`}. /metrics scraped ${scrapes.counts.scrapes} times (${scrapes.counts.failures} failed, ${scrapes.counts.bytes} bytes); OTLP sink got ${sink.counts.exports} exports, ${(sink.counts.bytes / 1e6).toFixed(1)} MB. Load average now ${loadavg()
       .map((value) => value.toFixed(2))
       .join(" ")}.`
   )

@@ -10,7 +10,7 @@ import * as fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Lane from "../src/http/Lane.ts"
 import * as PaymentFetchLane from "../src/http/PaymentFetchLane.ts"
-import { createPayment } from "./support/PaymentFixtures.ts"
+import { createPayment, eventsOf, query } from "./support/PaymentFixtures.ts"
 import { databases, type RunningServer, startServer } from "./support/TestServer.ts"
 
 /** Requests the lane has taken so far. */
@@ -113,6 +113,16 @@ describe.each(databases)("the fetch lane on %s", (database) => {
     const answers = await both(server, path(id), { authorization: `Bearer ${testKey}` })
     expect((answers.lane.body as { refunds: Array<unknown> }).refunds).toHaveLength(1)
     expectSame(answers)
+  })
+
+  it("answers a payment past its expiry as the contract does: expired by the lane's read, with its event", async () => {
+    const id = ((await createPayment(server, testKey)).body as { id: string }).id
+    // Due: still pending in the database, its expiry passed (the sweeper has not come by).
+    await query(server, (sql) => sql`UPDATE payments SET expires_at = now() - interval '1 minute' WHERE id = ${id}`)
+    const answers = await both(server, path(id), { authorization: `Bearer ${testKey}` })
+    expect(answers.lane.body).toMatchObject({ id, status: "expired" })
+    expectSame(answers)
+    expect((await eventsOf(server, id)).map((event) => event.event)).toEqual(["payment.expired"])
   })
 
   it("refuses as the contract does: unknown, another mode's, another application's payment", async () => {

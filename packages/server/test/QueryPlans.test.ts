@@ -14,6 +14,7 @@ import type { Ids, Mode } from "@kassa/core"
 import { DateTime, Duration, Effect } from "effect"
 import { SqlClient, Statement } from "effect/sql"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
 import * as ApplicationQueries from "../src/dashboard/ApplicationQueries.ts"
 import { OperatorQueries } from "../src/dashboard/OperatorQueries.ts"
 import * as ProviderQueries from "../src/dashboard/ProviderQueries.ts"
@@ -48,6 +49,7 @@ describe.each(databases)("query plans on %s", (database) => {
   let server: RunningServer
   let appId: Ids.ApplicationId
   let paymentId: Ids.PaymentId
+  let shopKey: string
   let sqlClient: SqlClient.SqlClient
 
   beforeAll(async () => {
@@ -55,6 +57,7 @@ describe.each(databases)("query plans on %s", (database) => {
     const shop = await server.createApplication({ name: "Plans shop" })
     const other = await server.createApplication({ name: "Other plans shop" })
     appId = shop.application.id as Ids.ApplicationId
+    shopKey = shop.testKey
     paymentId = (await pendingPayment(server, shop.testKey)).id as Ids.PaymentId
     // Every status in both modes, with events, deliveries and the live side (test/support/QueryPlansSupport.ts).
     await seedQueryPlans(server, appId, other.application.id)
@@ -91,6 +94,20 @@ describe.each(databases)("query plans on %s", (database) => {
   }
 
   const run = <A>(make: Effect.Effect<A, never, never>) => plans(make)
+
+  it("API fetch (the lane): one statement, the payment read by its primary key only", async () => {
+    const { keys, payments } = await server.run(
+      Effect.gen(function* () {
+        return { keys: yield* ApiKeyRepository, payments: yield* MerchantPayments }
+      })
+    )
+    const explained = await plans(keys.authenticate(shopKey, payments.riderOf(paymentId)))
+    expect(explained).toHaveLength(1)
+    expectIndexed(explained, ["payments_pkey"])
+    // Compared as uuids, the tenancy let the planner walk the application's payments by another index instead.
+    const used = explained.flatMap(({ plan }) => indexesOf(plan))
+    expect(used.filter((index) => index.startsWith("payments_") && index !== "payments_pkey")).toEqual([])
+  })
 
   it("API list: newest first, by status (expired includes the due pending), by order_reference, after a cursor", async () => {
     const payments = await server.run(

@@ -177,6 +177,25 @@ describe.each(databases)("tracing on %s", (database) => {
     expect(collector.spans.filter((span) => span.traceId === traceId).length).toBeGreaterThan(1)
   })
 
+  it("a fetch reads the database once: the key's statement carries the payment's read (issue 23)", async () => {
+    const server = await startServer(database, { otlpUrl: Option.some(collector.url) })
+    const shop = await server.createApplication()
+    // The create uses the key, so the fetch finds `last_used_at` fresh and has nothing to write.
+    const paymentId = ((await createPayment(server, shop.testKey)).body as { id: string }).id
+    const traceId = hex(32)
+    const fetched = await server.request(`/api/v1/payments/${paymentId}`, {
+      key: shop.testKey,
+      headers: { traceparent: `00-${traceId}-${hex(16)}-01` }
+    })
+    expect(fetched.status).toBe(200)
+    await server.close()
+    const statements = collector.spans
+      .filter((span) => span.traceId === traceId)
+      .flatMap((span) => attribute(span.attributes, "db.query.text") ?? [])
+    expect(statements).toHaveLength(1)
+    expect(statements[0]).toMatch(/row_to_json[\s\S]*FROM payments[\s\S]*FROM api_keys k/)
+  })
+
   it("a request that starts a trace the sampler drops makes no span: its lines carry no trace, its events none", async () => {
     const server = await startServer(
       database,

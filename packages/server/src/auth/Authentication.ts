@@ -11,7 +11,7 @@ import { ApiError, type Application, Authentication } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { NetAddress } from "effect/net"
-import { ApiKeyRepository } from "../applications/ApiKeyRepository.ts"
+import { ApiKeyRepository, type Rider } from "../applications/ApiKeyRepository.ts"
 import type { StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ClientAddress } from "./ClientAddress.ts"
 import * as IpAllowList from "./IpAllowList.ts"
@@ -84,6 +84,8 @@ export interface Verified {
   readonly caller: Caller
   readonly application: StoredApplication
   readonly decision: RateLimit.RateLimitDecision
+  /** The value of the rider the key's statement carried (`ApiKeyRepository.Rider`), null without one. */
+  readonly rider: unknown
 }
 
 /** The 429 of a decision that refused the request. */
@@ -107,7 +109,8 @@ export class MerchantAuth extends Context.Service<
      */
     readonly verify: (
       credential: Redacted.Redacted<string>,
-      clientAddress: () => Option.Option<NetAddress.IpAddress>
+      clientAddress: () => Option.Option<NetAddress.IpAddress>,
+      rider?: Rider
     ) => Effect.Effect<Verified, Exclude<Refusal, ApiError.RateLimited>>
     /** {@link verify} for a request of effect's HTTP server: the rate-limit headers and the 401 challenge set on its answer. */
     readonly check: (
@@ -129,12 +132,13 @@ export class MerchantAuth extends Context.Service<
       // Untraced: on every request, and a traced Effect.fn captures a stack trace and opens a span on each call.
       const verify = Effect.fnUntraced(function* (
         credential: Redacted.Redacted<string>,
-        addressOf: () => Option.Option<NetAddress.IpAddress>
+        addressOf: () => Option.Option<NetAddress.IpAddress>,
+        rider?: Rider
       ) {
         // A missing header, another scheme or `Bearer ` with nothing after it all arrive as an empty credential.
         const token = Redacted.value(credential)
         if (token.length === 0) return yield* unauthenticated
-        const found = yield* keys.authenticate(token)
+        const found = yield* keys.authenticate(token, rider)
         if (Option.isNone(found)) return yield* invalidApiKey
         const { key, application } = found.value
         // `last_used_at` is kept to the minute: the row just read says whether this request needs to write it.
@@ -155,7 +159,7 @@ export class MerchantAuth extends Context.Service<
         }
         const decision = yield* rateLimit.consume(key.id, application.rate_limit_per_minute)
         const caller: Caller = { applicationId: application.id, mode: key.mode, keyId: key.id }
-        return { caller, application, decision } satisfies Verified
+        return { caller, application, decision, rider: found.value.rider } satisfies Verified
       })
 
       const check = (credential: Redacted.Redacted<string>) =>

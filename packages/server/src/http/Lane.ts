@@ -20,6 +20,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import type { ApiError } from "@kassa/core"
 import { Cause, Duration, Effect, Exit, type Tracer } from "effect"
 import { type Headers, HttpServerResponse, HttpTraceContext } from "effect/http"
+import type { Rider } from "../applications/ApiKeyRepository.ts"
 import { bearerCredential, challengeHeader, MerchantAuth, rateLimited, type Verified } from "../auth/Authentication.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import * as RateLimit from "../auth/RateLimit.ts"
@@ -86,10 +87,17 @@ export const runner = Effect.gen(function* () {
    * The request authenticated and counted, then its work; every answer after the count carries the budget, which is
    * also handed to `counted` for an answer made outside (past the deadline, as the router's carries it too).
    */
-  const authenticated = (request: IncomingMessage, work: LaneWork, counted: (budget: Record<string, string>) => void) =>
+  const authenticated = (
+    request: IncomingMessage,
+    work: LaneWork,
+    rider: Rider | undefined,
+    counted: (budget: Record<string, string>) => void
+  ) =>
     auth
-      .verify(bearerCredential(request.headers.authorization), () =>
-        clientAddress.ofPeer(request.socket.remoteAddress, headerText(request.headers["x-forwarded-for"]))
+      .verify(
+        bearerCredential(request.headers.authorization),
+        () => clientAddress.ofPeer(request.socket.remoteAddress, headerText(request.headers["x-forwarded-for"])),
+        rider
       )
       .pipe(
         Effect.flatMap((verified) => {
@@ -121,13 +129,19 @@ export const runner = Effect.gen(function* () {
       : Effect.map(timedOut, (response) => HttpServerResponse.setHeaders(response, budget))
   }
 
-  const answer = (request: IncomingMessage, route: string, work: LaneWork, span: Tracer.Span | undefined) =>
+  const answer = (
+    request: IncomingMessage,
+    route: string,
+    work: LaneWork,
+    rider: Rider | undefined,
+    span: Tracer.Span | undefined
+  ) =>
     Effect.suspend(() => {
       const requestId = ResponseMiddleware.newRequestId()
       const started = performance.now()
       if (span?.sampled) span.attribute("kassa.request_id", requestId)
       let budget: Record<string, string> | undefined
-      const answered = authenticated(request, work, (headers) => {
+      const answered = authenticated(request, work, rider, (headers) => {
         budget = headers
       }).pipe(Effect.catchCause(ResponseMiddleware.failureAnswer), Effect.annotateLogs({ request_id: requestId }))
       return ResponseMiddleware.within(answered, deadline, (_fiber, exit) =>
@@ -142,20 +156,21 @@ export const runner = Effect.gen(function* () {
       )
     })
 
-  return (request: IncomingMessage, response: ServerResponse, route: string, work: LaneWork): void => {
+  /** Serves one request; `rider`: a read the key's statement carries for `work` (`ApiKeyRepository.Rider`). */
+  return (request: IncomingMessage, response: ServerResponse, route: string, work: LaneWork, rider?: Rider): void => {
     taken[route] = (taken[route] ?? 0) + 1
     // Node's header object is what effect's request wraps too; only the trace headers are read from it.
     const parent = HttpTraceContext.fromHeaders(request.headers as unknown as Headers.Headers)
     const underSpan = (options: Tracer.SpanOptionsNoTrace) =>
       Effect.useSpan(`${request.method} ${route}`, { kind: "server", ...options }, (span) =>
-        Effect.withParentSpan(answer(request, route, work, span), span, noStackTrace)
+        Effect.withParentSpan(answer(request, route, work, rider, span), span, noStackTrace)
       )
     const traced =
       parent._tag === "Some"
         ? underSpan({ parent: parent.value })
         : Tracing.keepsNewTrace(config)
           ? underSpan({ annotations: Tracing.keptRoot })
-          : Effect.withTracerEnabled(answer(request, route, work, undefined), false)
+          : Effect.withTracerEnabled(answer(request, route, work, rider, undefined), false)
     const fiber = run(traced)
     fiber.addObserver((exit) => {
       if (Exit.isSuccess(exit)) writeAnswer(response, exit.value)

@@ -1,7 +1,8 @@
 /**
  * `GET /api/v1/payments/{id}` served below effect's router (a lane: see `Lane.ts`, which also authenticates it),
  * answered as the contract's route (`PaymentsHandlers.retrieve`) answers it: the same use case
- * (MerchantPayments.retrieve), the same bytes (`test/PaymentFetchLane.test.ts`).
+ * (MerchantPayments.retrieve, in one round trip with authentication: `retrieveRidden`), the same bytes
+ * (`test/PaymentFetchLane.test.ts`).
  *
  * Only a request that is exactly the route takes the lane: `GET`, the path with a valid payment id and nothing after
  * it (no query string), no request body. Anything else (another spelling, `HEAD`, a malformed id, a query, a body)
@@ -38,17 +39,19 @@ export const make = Effect.gen(function* () {
   const payments = yield* MerchantPayments
   const serve = yield* Lane.runner
 
+  // The payment is read by the API key's own statement (`MerchantPayments.riderOf`): one round trip, not two.
   const fetch =
     (id: Ids.PaymentId): Lane.LaneWork =>
-    ({ caller }) =>
-      Effect.map(payments.retrieve({ applicationId: caller.applicationId, mode: caller.mode }, id), (payment) =>
-        paymentResponse(payment, 200)
+    ({ caller, rider }) =>
+      Effect.map(
+        payments.retrieveRidden({ applicationId: caller.applicationId, mode: caller.mode }, id, rider),
+        (payment) => paymentResponse(payment, 200)
       )
 
   return (request, response) => {
     const id = laneId(request)
     if (id === undefined) return false
-    serve(request, response, route, fetch(id))
+    serve(request, response, route, fetch(id), payments.riderOf(id))
     return true
   }
 }) satisfies Effect.Effect<Lane.LaneHandler, unknown, unknown>

@@ -55,6 +55,15 @@ export class PaymentWrites extends Context.Service<
     readonly read: (id: Ids.PaymentId, scope?: Scope) => Effect.Effect<Option.Option<Payment.Payment>>
     readonly readOrNotFound: (id: Ids.PaymentId, scope?: Scope) => Effect.Effect<Payment.Payment, ApiError.NotFound>
     /**
+     * {@link readOrNotFound} of what the API key's statement already read (`PaymentRepository.rider`): the same
+     * answer, from that row unless the payment is due (then locked and expired as a read does).
+     */
+    readonly readRidden: (
+      id: Ids.PaymentId,
+      scope: Scope,
+      rider: unknown
+    ) => Effect.Effect<Payment.Payment, ApiError.NotFound>
+    /**
      * The write path: lock NOWAIT (busy → `payment_busy`, rolled back), lazy expiry, then `change` decides; the
      * payment as fetch returns it afterwards.
      */
@@ -132,8 +141,10 @@ export class PaymentWrites extends Context.Service<
           : observeDue(stored, now)
 
       const read = (id: Ids.PaymentId, scope?: Scope) =>
+        Effect.flatMap(repo.find(id, scope), (found) => readFound(id, scope, found))
+
+      const readFound = (id: Ids.PaymentId, scope: Scope | undefined, found: Option.Option<StoredPayment>) =>
         Effect.gen(function* () {
-          const found = yield* repo.find(id, scope)
           if (Option.isNone(found)) return Option.none<Payment.Payment>()
           if (!PaymentStateMachine.isDue(found.value.payment, yield* DateTime.now)) {
             return Option.some(found.value.payment)
@@ -148,12 +159,15 @@ export class PaymentWrites extends Context.Service<
           )
         }).pipe(Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die }))
 
-      const readOrNotFound = (id: Ids.PaymentId, scope?: Scope) =>
-        read(id, scope).pipe(
-          Effect.flatMap(
-            Option.match({ onNone: () => Effect.fail(notFound()), onSome: (payment) => Effect.succeed(payment) })
-          )
-        )
+      const orNotFound = Effect.flatMap(
+        Option.match({
+          onNone: () => Effect.fail(notFound()),
+          onSome: (payment: Payment.Payment) => Effect.succeed(payment)
+        })
+      )
+      const readOrNotFound = (id: Ids.PaymentId, scope?: Scope) => orNotFound(read(id, scope))
+      const readRidden = (id: Ids.PaymentId, scope: Scope, rider: unknown) =>
+        orNotFound(Effect.flatMap(repo.fromRider(rider), (found) => readFound(id, scope, found)))
 
       const mutate = <E>(
         id: Ids.PaymentId,
@@ -271,6 +285,7 @@ export class PaymentWrites extends Context.Service<
         observe,
         read,
         readOrNotFound,
+        readRidden,
         mutate,
         lostReference,
         expireDue: (options) => expireDue(options ?? {}),

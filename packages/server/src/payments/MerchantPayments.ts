@@ -23,6 +23,7 @@ import {
 import { Context, DateTime, Effect, Layer, Option, Result } from "effect"
 import { SecureRandom } from "effect/crypto"
 import { SqlClient } from "effect/sql"
+import type { Rider } from "../applications/ApiKeyRepository.ts"
 import { ApplicationRepository, type StoredApplication } from "../applications/ApplicationRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import { EventOutbox } from "../ledger/EventOutbox.ts"
@@ -82,6 +83,16 @@ export class MerchantPayments extends Context.Service<
     /** Creates a payment: `pending`, or `failed` with 502 `provider_error` when the provider refuses. */
     readonly create: (request: CreateRequest) => Effect.Effect<Payment.Payment, CreateError>
     readonly retrieve: (scope: Scope, id: Ids.PaymentId) => Effect.Effect<Payment.Payment, ApiError.NotFound>
+    /**
+     * {@link retrieve} in one round trip with authentication (the fetch lane): `riderOf(id)` rides on the API key's
+     * statement, `retrieveRidden` answers from what it read, as {@link retrieve} would.
+     */
+    readonly riderOf: (id: Ids.PaymentId) => Rider
+    readonly retrieveRidden: (
+      scope: Scope,
+      id: Ids.PaymentId,
+      rider: unknown
+    ) => Effect.Effect<Payment.Payment, ApiError.NotFound>
     /** Newest first; `starting_after` naming no visible payment is `validation_failed`. */
     readonly list: (scope: Scope, query: ListQuery) => Effect.Effect<PaymentPage, ApiError.ValidationFailed>
     readonly cancel: (
@@ -385,6 +396,8 @@ export class MerchantPayments extends Context.Service<
           )
         },
         retrieve: (scope, id) => writes.readOrNotFound(id, scope),
+        riderOf: repo.rider,
+        retrieveRidden: (scope, id, rider) => writes.readRidden(id, scope, rider),
         list,
         cancel: (scope, id, caller = "api") =>
           cancel(scope, id, caller === "api" ? "api_cancel" : "dashboard_cancel").pipe(Effect.tap(settled)),
