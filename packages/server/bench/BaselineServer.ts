@@ -1,6 +1,6 @@
 /**
  * What bench/baseline.ts and bench/baseline-postgres.ts share: the `node:http` server, the API key's keyed hash, the
- * create's statement text and the answers. Each baseline brings only its driver's three queries, so the two stay the
+ * statements' text and the answers. Each baseline brings only its driver's three calls, so the two stay the
  * same server on two drivers (keep them in step with Kassa's SQL).
  */
 import { createHmac, hkdfSync, randomUUID } from "node:crypto"
@@ -23,8 +23,11 @@ export type CreateParameters = [
 export interface BaselineDriver {
   /** The key and its application by the key's keyed hash (`key_id`, `key_mode`, the application's columns). */
   readonly authenticate: (hash: string) => Promise<Row | undefined>
-  /** The payment with its refunds (`refund_list`), in the key's application and mode. */
-  readonly read: (id: string, applicationId: string, mode: string) => Promise<Row | undefined>
+  /**
+   * {@link authenticate}'s row with the payment (its refunds in `refund_list`) in the key's application and mode as
+   * one JSON column, `payment` (null when there is none): {@link fetchStatement}, as Kassa reads a GET.
+   */
+  readonly fetch: (hash: string, id: string) => Promise<Row | undefined>
   /** {@link createStatement} with its seven parameters; the inserted row, or none when rule 5's index refused it. */
   readonly create: (parameters: CreateParameters) => Promise<Row | undefined>
   /** The answer's JSON (a driver that returns bigints converts them to numbers, as Kassa answers them). */
@@ -39,6 +42,18 @@ const keyHash = (authorization: string | undefined) =>
   createHmac("sha256", hashKey)
     .update(authorization?.startsWith("Bearer ") ? authorization.slice(7) : "")
     .digest("hex")
+
+/** The GET's one statement (`$1` the key's hash, `$2` the payment's id): Kassa's key lookup carrying its read. */
+export const fetchStatement = `
+  SELECT k.id AS key_id, k.mode AS key_mode, a.*, (
+    SELECT row_to_json(found) FROM (
+      SELECT *, (SELECT json_agg(r ORDER BY r.created_at, r.seq) FROM refunds r WHERE r.payment_id = payments.id)
+        AS refund_list
+      FROM payments WHERE id = $2 AND application_id::text = k.application_id::text AND mode = k.mode
+    ) found
+  ) AS payment
+  FROM api_keys k JOIN applications a ON a.id = k.application_id
+  WHERE k.key_hash = $1 AND k.revoked_at IS NULL`
 
 /** The create's one statement, its values bound as parameters as Kassa binds them (the text never changes). */
 export const createStatement = `${paymentInsert({
@@ -65,16 +80,26 @@ const readBody = (request: IncomingMessage) =>
     request.on("end", () => resolve(body))
   })
 
+const uuidShape = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const nilUuid = "00000000-0000-0000-0000-000000000000"
+
 const handle = async (driver: BaselineDriver, request: IncomingMessage, response: ServerResponse) => {
+  if (request.method === "GET") {
+    // An id that is no uuid finds nothing (PostgreSQL would refuse the text); the key is still checked first.
+    const id = request.url?.split("/").pop() ?? ""
+    const found = await driver.fetch(keyHash(request.headers.authorization), uuidShape.test(id) ? id : nilUuid)
+    if (found === undefined) {
+      response.writeHead(401).end()
+      return
+    }
+    const payment = found.payment as Row | null
+    response.writeHead(payment === null ? 404 : 200, { "content-type": "application/json" })
+    response.end(driver.json(payment === null ? {} : { ...payment, refunds: payment.refund_list ?? [] }))
+    return
+  }
   const key = await driver.authenticate(keyHash(request.headers.authorization))
   if (key === undefined) {
     response.writeHead(401).end()
-    return
-  }
-  if (request.method === "GET") {
-    const payment = await driver.read(request.url?.split("/").pop() ?? "", key.id as string, key.key_mode as string)
-    response.writeHead(payment === undefined ? 404 : 200, { "content-type": "application/json" })
-    response.end(driver.json(payment === undefined ? {} : { ...payment, refunds: payment.refund_list ?? [] }))
     return
   }
   const body = JSON.parse(await readBody(request)) as { amount: number; order_reference: string }

@@ -1,5 +1,5 @@
 /**
- * The benchmark's floor (issue 23): bench/baseline.ts's server — plain `node:http`, the same three statements, the
+ * The benchmark's floor (issue 23): bench/baseline.ts's server — plain `node:http`, the same statements, the
  * same answers — on the `postgres` driver (porsager) instead of @effect/sql-pg, and with no effect runtime around
  * the queries. Kassa against bench/baseline.ts is what the framework, rules and checks cost; bench/baseline.ts
  * against this is what @effect/sql-pg and its runtime cost against a driver with no effect runtime for the same SQL.
@@ -11,7 +11,7 @@
  */
 
 import postgres from "postgres"
-import { createStatement, serveBaseline } from "./BaselineServer.ts"
+import { createStatement, fetchStatement, serveBaseline } from "./BaselineServer.ts"
 
 const port = Number(process.argv[2] ?? 4103)
 
@@ -31,12 +31,7 @@ serveBaseline("baseline-postgres", port, {
     SELECT k.id AS key_id, k.mode AS key_mode, a.* FROM api_keys k JOIN applications a ON a.id = k.application_id
     WHERE k.key_hash = ${hash} AND k.revoked_at IS NULL`
     )[0],
-  read: async (id, applicationId, mode) =>
-    (
-      await sql`SELECT *, (SELECT json_agg(r ORDER BY r.created_at, r.seq) FROM refunds r WHERE r.payment_id = payments.id)
-        AS refund_list
-      FROM payments WHERE id = ${id} AND application_id::text = ${applicationId} AND mode = ${mode}`
-    )[0],
+  fetch: async (hash, id) => (await sql.unsafe(fetchStatement, [hash, id], { prepare: true }))[0],
   create: async (parameters) => (await sql.unsafe(createStatement, parameters, { prepare: true }))[0],
   json: (value) => JSON.stringify(value)
 })
