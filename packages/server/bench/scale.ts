@@ -40,11 +40,15 @@
  * Second pages (2026-11-28, cursors read inside the statement; 1,000,000 payments, EXPLAIN ANALYZE, 2 reads: the
  * cursor's row by its key, then the page): API list 0.1 ms (payments_pkey, payments_newest), the application's
  * dashboard list and CSV batch 7.0 ms (its first page 7.6), deliveries 0.6 ms (first page 0.4).
+ * The fetch in one statement (2026-11-28, (c) at 1,000,000 payments): the key's lookup carrying the payment's read,
+ * one read, the payment by payments_pkey, EXPLAIN ANALYZE 0.9 ms (one cold run; median wall 1.8 ms through the
+ * service); api_keys and applications (3 rows) and the empty refunds table read whole.
  */
 import { execFileSync } from "node:child_process"
-import type { Ids } from "@kassa/core"
+import { Ids } from "@kassa/core"
 import { DateTime, Duration, Effect, Option } from "effect"
 import { SqlClient, Statement } from "effect/sql"
+import { ApiKeyRepository } from "../src/applications/ApiKeyRepository.ts"
 import * as ApplicationQueries from "../src/dashboard/ApplicationQueries.ts"
 import { OperatorQueries } from "../src/dashboard/OperatorQueries.ts"
 import * as ProviderQueries from "../src/dashboard/ProviderQueries.ts"
@@ -408,9 +412,10 @@ try {
   const appId = big.application.id as Ids.ApplicationId
   const since = DateTime.makeUnsafe(Date.now() - 30 * 86_400_000)
   type Figure = readonly [string, Effect.Effect<unknown, unknown, never>]
-  const { payments, sqlClient, operator, deliveries } = await server.run(
+  const { keys, payments, sqlClient, operator, deliveries } = await server.run(
     Effect.gen(function* () {
       return {
+        keys: yield* ApiKeyRepository,
         payments: yield* MerchantPayments,
         sqlClient: yield* SqlClient.SqlClient,
         operator: yield* OperatorQueries,
@@ -425,7 +430,13 @@ try {
   const apiCursor = (await run(apiList("live", {}))).data.at(-1)?.id
   const searchCursor = (await run(operator.payments({ limit: 50, applicationId: appId }))).rows.at(-1)?.id
   const deliveryCursor = Option.getOrThrow(await run(deliveries.list(appId, { limit: 50 }))).data.at(-1)?.id
+  const fetched = Ids.PaymentId.make(apiCursor ?? "")
   const figures: ReadonlyArray<Figure> = [
+    // GET /api/v1/payments/{id} through its lane: one statement, the key's lookup carrying the payment's read.
+    [
+      "API fetch (the key's statement with the payment's read)",
+      keys.authenticate(big.liveKey, payments.riderOf(fetched))
+    ],
     ["API list live, no filter", apiList("live", {})],
     ["API list live ?status=failed", apiList("live", { status: "failed" })],
     ["API list test ?status=pending", apiList("test", { status: "pending" })],

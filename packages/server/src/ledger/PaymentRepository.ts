@@ -215,11 +215,17 @@ export class PaymentRepository extends Context.Service<
       // payment up by its primary key. With statistics taken while the table was small (after a burst of creates,
       // before autovacuum's next analyze) it otherwise chose the (application_id, mode, order_reference) index and
       // walked every payment of the application: measured in `pnpm bench`, 45 ms per fetch instead of 0.05 ms.
-      // One fragment, not `sql.and` of three: it is built and compiled on every fetch.
+      // One fragment, not `sql.and` of three: it is built and compiled on every fetch. The application and mode are
+      // values, or the columns of the API key's row when the read rides on its statement ({@link rider}).
+      const tenancy = (
+        id: Ids.PaymentId,
+        applicationId: string | Statement.Fragment,
+        mode: string | Statement.Fragment
+      ): Statement.Fragment => sql`(id = ${id} AND application_id::text = ${applicationId} AND mode = ${mode})`
       const scoped = (id: Ids.PaymentId, scope: Scope | undefined): Statement.Fragment =>
-        scope === undefined
-          ? sql`id = ${id}`
-          : sql`(id = ${id} AND application_id::text = ${scope.applicationId} AND mode = ${scope.mode})`
+        scope === undefined ? sql`id = ${id}` : tenancy(id, scope.applicationId, scope.mode)
+      const keyApplication = sql`k.application_id::text`
+      const keyMode = sql`k.mode`
 
       /**
        * The payment columns plus its refunds as JSON (NULL when none), for {@link withRefunds}. One statement is one
@@ -239,12 +245,11 @@ export class PaymentRepository extends Context.Service<
 
       // The key's row is `k` in its statement; the same columns, tenancy and snapshot as `find`, the row as JSON
       // (timestamps as ISO text, which `Columns.Timestamp` reads as it reads a Date, cut to the millisecond alike).
-      // `::text` as in `scoped`: compared as uuids, the planner walked the application's payments by the status
-      // index (EXPLAIN in `pnpm bench`: 1.8 ms a GET with 4,000 payments, and PostgreSQL the bottleneck).
+      // The tenancy is `find`'s own: compared as uuids instead, the planner walked the application's payments by the
+      // status index (EXPLAIN in `pnpm bench`: 1.8 ms a GET with 4,000 payments, and PostgreSQL the bottleneck).
       const rider = (id: Ids.PaymentId) => sql`(
         SELECT row_to_json(found) FROM (
-          SELECT ${withRefundList} FROM payments
-          WHERE id = ${id} AND application_id::text = k.application_id::text AND mode = k.mode
+          SELECT ${withRefundList} FROM payments WHERE ${tenancy(id, keyApplication, keyMode)}
         ) found
       )`
       const fromRider = (value: unknown) =>
