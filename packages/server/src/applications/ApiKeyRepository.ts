@@ -62,6 +62,13 @@ export interface Authenticated {
   readonly rider: unknown
 }
 
+/** A live key's row as the key, its application and the hash it is stored under. */
+interface Split {
+  readonly key: ApiKeyRecord
+  readonly application: StoredApplication
+  readonly stored: string
+}
+
 /** The old key of a roll: what its replacement is issued for. */
 const RolledRow = Schema.Struct({ application_id: Ids.ApplicationId, mode: Mode.Mode })
 
@@ -122,6 +129,32 @@ export class ApiKeyRepository extends Context.Service<
       // The key and its application are read on every request, and are the same row request after request: decoded
       // once per change of the row (RowMemo), read from the database every time.
       const decodeLive = RowMemo.make(AuthenticatedRow, (row) => row.key_id)
+      // The decoded row split into the key and its application, once per decoded row (the memo hands back the same
+      // object while the row is unchanged): a rest spread over the application's columns cost ~2 % of a GET.
+      const splits = new WeakMap<typeof AuthenticatedRow.Type, Split>()
+      const splitOf = (decoded: typeof AuthenticatedRow.Type): Split => {
+        let found = splits.get(decoded)
+        if (found === undefined) {
+          const {
+            key_id: id,
+            key_application_id: application_id,
+            key_mode: mode,
+            key_display: display,
+            key_created_at: created_at,
+            key_last_used_at: last_used_at,
+            key_revoked_at: revoked_at,
+            key_hash_stored: stored,
+            ...application
+          } = decoded
+          found = {
+            key: { id, application_id, mode, display, created_at, last_used_at, revoked_at },
+            application,
+            stored
+          }
+          splits.set(decoded, found)
+        }
+        return found
+      }
       const noRider = sql`NULL`
       const findLive = (current: string, previous: string, rider: Rider) =>
         sql<Record<string, unknown>>`
@@ -183,23 +216,12 @@ export class ApiKeyRepository extends Context.Service<
           rider
         ).pipe(Effect.orDie)
         if (Option.isNone(found)) return Option.none()
-        const {
-          key_id: id,
-          key_application_id: application_id,
-          key_mode: mode,
-          key_display: display,
-          key_created_at: created_at,
-          key_last_used_at: last_used_at,
-          key_revoked_at: revoked_at,
-          key_hash_stored: stored,
-          ...application
-        } = found.value.decoded
+        const { key, application, stored } = splitOf(found.value.decoded)
         if (stored !== current) {
-          yield* sql`UPDATE api_keys SET key_hash = ${current} WHERE id = ${id} AND key_hash = ${stored}`.pipe(
+          yield* sql`UPDATE api_keys SET key_hash = ${current} WHERE id = ${key.id} AND key_hash = ${stored}`.pipe(
             Effect.orDie
           )
         }
-        const key: ApiKeyRecord = { id, application_id, mode, display, created_at, last_used_at, revoked_at }
         return Option.some<Authenticated>({ key, application, rider: found.value.rider })
       })
 
