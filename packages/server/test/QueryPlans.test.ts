@@ -215,7 +215,11 @@ describe.each(databases)("query plans on %s", (database) => {
     expectIndexed(await appList({}), ["deliveries_application"])
     expectIndexed(await appList({ status: "failed" }), ["deliveries_application_status"])
     expectIndexed(await appList({ mode: "test" }), ["deliveries_application_mode"])
-    expectIndexed(await appList({ event: "payment.cancelled" }), ["deliveries_application"])
+    // By the application's index, or by the event type's and then the application's and mode's: on the seeded tables
+    // PGlite's planner takes either, from one run to the next (both indexed; scale.ts reads it at 1,000,000).
+    expectIndexed(await appList({ event: "payment.cancelled" }), [
+      ["deliveries_application", "deliveries_application_mode"]
+    ])
     expectIndexed(await appList({ paymentId }), [["events_payment", "deliveries_application"]])
     const operator = (query: Record<string, unknown>) =>
       run(
