@@ -156,6 +156,8 @@ export class ApiKeyRepository extends Context.Service<
         return found
       }
       const noRider = sql`NULL`
+      // The live key under either hash, its application and the rider's value: one statement, its row decoded (or
+      // remembered) and split; a key found under the previous hash is stored again under the current one.
       const findLive = (current: string, previous: string, rider: Rider) =>
         sql<Record<string, unknown>>`
           SELECT k.id AS key_id, k.application_id AS key_application_id, k.mode AS key_mode,
@@ -167,8 +169,18 @@ export class ApiKeyRepository extends Context.Service<
           Effect.flatMap((rows) => {
             const row = rows[0]
             if (row === undefined) return Effect.succeedNone
-            return Effect.map(decodeLive(row), (decoded) => Option.some({ decoded, rider: row.key_rider ?? null }))
-          })
+            return Effect.flatMap(decodeLive(row), (decoded) => {
+              const { key, application, stored } = splitOf(decoded)
+              const found = Option.some<Authenticated>({ key, application, rider: row.key_rider ?? null })
+              return stored === current
+                ? Effect.succeed(found)
+                : Effect.as(
+                    sql`UPDATE api_keys SET key_hash = ${current} WHERE id = ${key.id} AND key_hash = ${stored}`,
+                    found
+                  )
+            })
+          }),
+          Effect.orDie
         )
 
       const issue = Effect.fn("ApiKeyRepository.issue")(function* (applicationId: Ids.ApplicationId, mode: Mode.Mode) {
@@ -201,29 +213,19 @@ export class ApiKeyRepository extends Context.Service<
           .pipe(Effect.orDie)
       )
 
-      // Untraced: on every request (see MerchantAuth.check).
-      const authenticate = Effect.fnUntraced(function* (token: string, rider: Rider = noRider) {
-        // Anything not shaped like a key is unknown without a database round trip.
-        const parsed = ApiKey.parse(token)
-        if (Option.isNone(parsed)) return Option.none()
-        const current = yield* hash(parsed.value.key)
-        // While KASSA_SECRET_KEY rotates, a key may still be stored under the previous key's hash: one lookup for
-        // both, and a key found under the old hash is re-hashed under the new one.
-        const previous = Option.map(previousHashOf, (hashUnder) => hashUnder(parsed.value.key))
-        const found = yield* findLive(
-          current,
-          Option.getOrElse(previous, () => current),
-          rider
-        ).pipe(Effect.orDie)
-        if (Option.isNone(found)) return Option.none()
-        const { key, application, stored } = splitOf(found.value.decoded)
-        if (stored !== current) {
-          yield* sql`UPDATE api_keys SET key_hash = ${current} WHERE id = ${key.id} AND key_hash = ${stored}`.pipe(
-            Effect.orDie
-          )
-        }
-        return Option.some<Authenticated>({ key, application, rider: found.value.rider })
-      })
+      // On every request (see MerchantAuth.check): untraced, and combinators rather than a generator, whose every
+      // step is one more turn of the fiber's loop.
+      const authenticate = (token: string, rider: Rider = noRider): Effect.Effect<Option.Option<Authenticated>> =>
+        Effect.suspend(() => {
+          // Anything not shaped like a key is unknown without a database round trip.
+          const parsed = ApiKey.parse(token)
+          if (Option.isNone(parsed)) return Effect.succeedNone
+          const current = hashOf(parsed.value.key)
+          // While KASSA_SECRET_KEY rotates, a key may still be stored under the previous key's hash: one lookup for
+          // both, and a key found under the old hash is re-hashed under the new one.
+          const previous = Option.isSome(previousHashOf) ? previousHashOf.value(parsed.value.key) : current
+          return findLive(current, previous, rider)
+        })
 
       return ApiKeyRepository.of({
         issue,

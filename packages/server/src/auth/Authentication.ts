@@ -129,38 +129,51 @@ export class MerchantAuth extends Context.Service<
       const clientAddress = yield* ClientAddress
       const rateLimit = yield* RateLimit.RateLimit
 
-      // Untraced: on every request, and a traced Effect.fn captures a stack trace and opens a span on each call.
-      const verify = Effect.fnUntraced(function* (
+      // On every request: untraced (a traced Effect.fn captures a stack trace and opens a span on each call), and
+      // combinators rather than a generator, whose every step is one more turn of the fiber's loop.
+      type Verifying = Effect.Effect<Verified, Exclude<Refusal, ApiError.RateLimited>>
+      const verify = (
         credential: Redacted.Redacted<string>,
         addressOf: () => Option.Option<NetAddress.IpAddress>,
         rider?: Rider
-      ) {
-        // A missing header, another scheme or `Bearer ` with nothing after it all arrive as an empty credential.
-        const token = Redacted.value(credential)
-        if (token.length === 0) return yield* unauthenticated
-        const found = yield* keys.authenticate(token, rider)
-        if (Option.isNone(found)) return yield* invalidApiKey
-        const { key, application } = found.value
-        // `last_used_at` is kept to the minute: the row just read says whether this request needs to write it.
-        const now = yield* DateTime.now
-        if (
-          key.last_used_at === null ||
-          DateTime.toEpochMillis(now) - DateTime.toEpochMillis(key.last_used_at) >= 60_000
-        ) {
-          yield* keys.touch(key.id)
-        }
-        const refused = statusRefusal(application.status)
-        if (Option.isSome(refused)) return yield* refused.value
-        // Without an allow-list every address may call: the client's address is then not worked out at all.
-        if (application.ip_allowlist.length > 0 && !IpAllowList.allows(application.ip_allowlist, addressOf())) {
-          return yield* new ApiError.IpNotAllowed({
-            message: "Requests from this address are not allowed for this application."
+      ): Verifying =>
+        Effect.suspend((): Verifying => {
+          // A missing header, another scheme or `Bearer ` with nothing after it all arrive as an empty credential.
+          const token = Redacted.value(credential)
+          if (token.length === 0) return unauthenticated
+          return Effect.flatMap(keys.authenticate(token, rider), (found): Verifying => {
+            if (Option.isNone(found)) return invalidApiKey
+            const { key, application } = found.value
+            const checked = Effect.suspend((): Verifying => {
+              const refused = statusRefusal(application.status)
+              if (Option.isSome(refused)) return Effect.fail(refused.value)
+              // Without an allow-list every address may call: the client's address is then not worked out at all.
+              if (application.ip_allowlist.length > 0 && !IpAllowList.allows(application.ip_allowlist, addressOf())) {
+                return Effect.fail(
+                  new ApiError.IpNotAllowed({
+                    message: "Requests from this address are not allowed for this application."
+                  })
+                )
+              }
+              return Effect.map(
+                rateLimit.consume(key.id, application.rate_limit_per_minute),
+                (decision): Verified => ({
+                  caller: { applicationId: application.id, mode: key.mode, keyId: key.id },
+                  application,
+                  decision,
+                  rider: found.value.rider
+                })
+              )
+            })
+            // `last_used_at` is kept to the minute: the row just read says whether this request needs to write it.
+            return Effect.flatMap(DateTime.now, (now) =>
+              key.last_used_at === null ||
+              DateTime.toEpochMillis(now) - DateTime.toEpochMillis(key.last_used_at) >= 60_000
+                ? Effect.andThen(keys.touch(key.id), checked)
+                : checked
+            )
           })
-        }
-        const decision = yield* rateLimit.consume(key.id, application.rate_limit_per_minute)
-        const caller: Caller = { applicationId: application.id, mode: key.mode, keyId: key.id }
-        return { caller, application, decision, rider: found.value.rider } satisfies Verified
-      })
+        })
 
       const check = (credential: Redacted.Redacted<string>) =>
         Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>

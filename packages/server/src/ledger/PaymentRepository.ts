@@ -190,24 +190,24 @@ export class PaymentRepository extends Context.Service<
       const load = <E>(statement: Effect.Effect<ReadonlyArray<unknown>, E>) =>
         Effect.flatMap(Effect.flatMap(statement, decodePayments), withRefunds)
 
+      // Rows that carry their refunds (every read on a request's path) are stored payments at once, without a
+      // generator's turns of the fiber's loop.
       const withRefunds = (rows: ReadonlyArray<PaymentRow>) =>
-        Effect.gen(function* () {
-          if (rows.length === 0) return []
-          if (rows.every((row) => row.refund_list !== undefined)) {
-            return rows.map((row) => storedOf(row, (row.refund_list ?? []).map(refundOf), checkoutUrl(row.id)))
-          }
-          const ids = rows.map((row) => row.id)
-          const refundRows = yield* sql`
-            SELECT * FROM refunds WHERE ${sql.in("payment_id", ids)} ORDER BY created_at, seq
-          `.pipe(Effect.flatMap(decodeRefunds))
-          const byPayment = new Map<Ids.PaymentId, Array<Payment.Refund>>()
-          for (const refund of refundRows) {
-            const list = byPayment.get(refund.payment_id) ?? []
-            list.push(refundOf(refund))
-            byPayment.set(refund.payment_id, list)
-          }
-          return rows.map((row) => storedOf(row, byPayment.get(row.id) ?? [], checkoutUrl(row.id)))
-        })
+        rows.every((row) => row.refund_list !== undefined)
+          ? Effect.succeed(rows.map((row) => storedOf(row, (row.refund_list ?? []).map(refundOf), checkoutUrl(row.id))))
+          : Effect.gen(function* () {
+              const ids = rows.map((row) => row.id)
+              const refundRows = yield* sql`
+                SELECT * FROM refunds WHERE ${sql.in("payment_id", ids)} ORDER BY created_at, seq
+              `.pipe(Effect.flatMap(decodeRefunds))
+              const byPayment = new Map<Ids.PaymentId, Array<Payment.Refund>>()
+              for (const refund of refundRows) {
+                const list = byPayment.get(refund.payment_id) ?? []
+                list.push(refundOf(refund))
+                byPayment.set(refund.payment_id, list)
+              }
+              return rows.map((row) => storedOf(row, byPayment.get(row.id) ?? [], checkoutUrl(row.id)))
+            })
 
       const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullishOr(rows[0])
 
@@ -252,10 +252,10 @@ export class PaymentRepository extends Context.Service<
           SELECT ${withRefundList} FROM payments WHERE ${tenancy(id, keyApplication, keyMode)}
         ) found
       )`
-      const fromRider = (value: unknown) =>
+      const fromRider = (value: unknown): Effect.Effect<Option.Option<StoredPayment>> =>
         value === null || value === undefined
           ? Effect.succeedNone
-          : load(Effect.succeed([value])).pipe(Effect.map(first), Effect.orDie)
+          : decodePayments([value]).pipe(Effect.flatMap(withRefunds), Effect.map(first), Effect.orDie)
 
       const busy = new ApiError.PaymentBusy({
         message: "The payment is being updated by another request; retry in a few seconds."

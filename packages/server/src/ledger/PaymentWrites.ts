@@ -143,13 +143,24 @@ export class PaymentWrites extends Context.Service<
       const read = (id: Ids.PaymentId, scope?: Scope) =>
         Effect.flatMap(repo.find(id, scope), (found) => readFound(id, scope, found))
 
-      const readFound = (id: Ids.PaymentId, scope: Scope | undefined, found: Option.Option<StoredPayment>) =>
-        Effect.gen(function* () {
-          if (Option.isNone(found)) return Option.none<Payment.Payment>()
-          if (!PaymentStateMachine.isDue(found.value.payment, yield* DateTime.now)) {
-            return Option.some(found.value.payment)
-          }
-          return yield* sql.withTransaction(
+      // On every fetch: combinators rather than a generator (each of whose steps is a turn of the fiber's loop); only
+      // a payment found due takes the transaction that expires it.
+      const readFound = (
+        id: Ids.PaymentId,
+        scope: Scope | undefined,
+        found: Option.Option<StoredPayment>
+      ): Effect.Effect<Option.Option<Payment.Payment>> =>
+        Option.isNone(found)
+          ? Effect.succeedNone
+          : Effect.flatMap(DateTime.now, (now) =>
+              PaymentStateMachine.isDue(found.value.payment, now)
+                ? expireRead(id, scope)
+                : Effect.succeed(Option.some(found.value.payment))
+            )
+
+      const expireRead = (id: Ids.PaymentId, scope: Scope | undefined) =>
+        sql
+          .withTransaction(
             Effect.gen(function* () {
               const locked = yield* repo.lock(id, scope, "wait")
               if (Option.isNone(locked)) return Option.none<Payment.Payment>()
@@ -157,7 +168,7 @@ export class PaymentWrites extends Context.Service<
               return Option.some(seen.payment)
             })
           )
-        }).pipe(Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die }))
+          .pipe(Effect.catchTags({ SqlError: Effect.die, PaymentBusy: Effect.die }))
 
       const orNotFound = Effect.flatMap(
         Option.match({
