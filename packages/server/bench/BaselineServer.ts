@@ -118,8 +118,10 @@ const handle = async (driver: BaselineDriver, request: IncomingMessage, response
 }
 
 /** Serves GET /api/v1/payments/{id} and POST /api/v1/payments on `port` with `driver`'s queries. */
-export const serveBaseline = (name: string, port: number, driver: BaselineDriver) =>
-  createServer((request, response) => {
+export const serveBaseline = (name: string, port: number, driver: BaselineDriver) => {
+  // Exits on the bench's SIGTERM, so that a profile asked for by KASSA_BENCH_BASE_NODE_FLAGS (--cpu-prof) is written.
+  process.once("SIGTERM", () => process.exit(0))
+  return createServer((request, response) => {
     handle(driver, request, response).catch(() => {
       if (!response.headersSent) response.writeHead(500)
       response.end()
@@ -127,3 +129,4 @@ export const serveBaseline = (name: string, port: number, driver: BaselineDriver
   }).listen(port, "127.0.0.1", () => {
     process.stdout.write(`${name} listening on ${port}\n`)
   })
+}

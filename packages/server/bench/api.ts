@@ -23,6 +23,8 @@
  * (an A/B), with KASSA_BENCH_AGAINST_NODE_FLAGS for its flags (default Kassa's: KASSA_BENCH_NODE_FLAGS, default
  * `npm start`'s) and KASSA_BENCH_AGAINST_ENV (`NAME=value,…` over Kassa's settings; `NAME=` unsets one);
  * KASSA_BENCH_ENV the same over Kassa's own. KASSA_BENCH_STDOUT=file keeps the servers' stdout (V8's `--trace-gc`).
+ * KASSA_BENCH_BASE_NODE_FLAGS: Node flags for the baseline (e.g. `--cpu-prof --cpu-prof-dir=…`, to set its profile
+ * beside Kassa's; it exits on the bench's SIGTERM, so the profile is written).
  * Every setting is printed with the load average of each round.
  *
  * Check of the harness: two identical Kassa builds side by side (KASSA_BENCH_AGAINST=dist/main.js) agreed within
@@ -56,6 +58,10 @@
  * 16/256/64 (semi-space/max old/initial old, MiB) 0.90× / 0.94×, sides swapped 1.15× / 1.09×: ~0.88× / ~0.92×.
  * Session 17 (2026-11-28, 6 paired rounds of 4 s each way, load 3.5–3.9): the fetch in one statement (the payment's
  * read riding on the key's) 0.89× per GET, sides swapped 1.20×: ~0.86×.
+ * Session 18 (2026-11-28, 6 paired rounds of 4 s each way, load 1.4–3.7): the key's row split once per decoded row
+ * ~0.93× / ~0.91× (GET / create); the fetch's path as combinators instead of generators ~0.94× / ~1.00×. Not
+ * adopted: `within`'s fork started at once (`startImmediately`) ~1.03× / ~1.05×; the budget's and the API's headers
+ * set in one copy ~1.03× / ~1.01×.
  */
 
 import type { ChildProcess } from "node:child_process"
@@ -226,7 +232,10 @@ try {
   if (only !== "kassa") {
     const baseline =
       against === undefined
-        ? startProcess(["bench/baseline.ts", String(ports.base)], env)
+        ? startProcess(["bench/baseline.ts", String(ports.base)], env, [
+            "--conditions=@kassa/source",
+            ...startFlags(process.env.KASSA_BENCH_BASE_NODE_FLAGS ?? "")
+          ])
         : startProcess(
             [against],
             { ...env, KASSA_PORT: String(ports.base), KASSA_METRICS_PORT: String(ports.baseMetrics), ...againstEnv },
