@@ -13,7 +13,7 @@
  *   "no answer"; 401/403 are a refused key (`secret_key`); other 4xx are refusals.
  */
 import { Clock, Context, DateTime, Duration, Effect, Layer, Redacted, Result } from "effect"
-import Stripe from "stripe"
+import type Stripe from "stripe"
 import { InvalidSetting, ServerConfig } from "../config/ServerConfig.ts"
 import * as Tracing from "../observability/Tracing.ts"
 import * as LinkClients from "./LinkClients.ts"
@@ -93,9 +93,19 @@ const keyRefusal = (error: Stripe.errors.StripeError) =>
     status: error.statusCode ?? 401
   })
 
+/** The SDK's class: its constructor, its errors and its webhook signature check. */
+type StripeSdk = typeof Stripe
+
+/**
+ * The SDK, imported on first use (as the Mollie connector's is): its import costs ~250 ms of CPU and ~35 MB of a
+ * process's memory, which a server with no Stripe link (every test-mode-only server) never pays (issue 23: that
+ * memory was most of Kassa's peak over the bare baseline's in `pnpm bench`).
+ */
+const importSdk = Effect.promise(() => import("stripe").then((module) => module.default))
+
 /** Sorts an SDK failure into "no answer" (a success value) or a refusal. Anything else is a defect. */
-const classify = (error: unknown): Effect.Effect<NoAnswer, ProviderRefused> => {
-  if (!(error instanceof Stripe.errors.StripeError)) return Effect.die(error)
+const classify = (sdk: StripeSdk, error: unknown): Effect.Effect<NoAnswer, ProviderRefused> => {
+  if (!(error instanceof sdk.errors.StripeError)) return Effect.die(error)
   const status = error.statusCode
   if (status === undefined) {
     return Effect.succeed(noAnswer(/timeout/i.test(error.message) ? "timeout" : "unavailable"))
@@ -172,8 +182,10 @@ export const make = Effect.gen(function* () {
   }
   const timeoutMillis = Math.max(1, Math.round(Duration.toMillis(timeout)))
 
-  const makeClient = (key: Redacted.Redacted<string>) =>
-    new Stripe(Redacted.value(key), {
+  const loadSdk = yield* Effect.cached(importSdk)
+
+  const makeClient = (sdk: StripeSdk, key: Redacted.Redacted<string>) =>
+    new sdk(Redacted.value(key), {
       apiVersion,
       protocol,
       host: url.hostname,
@@ -183,17 +195,20 @@ export const make = Effect.gen(function* () {
       telemetry: false,
       appInfo: { name: "Kassa", url: "https://github.com/kassa" },
       // Sends the calling span's `traceparent` (issue 14 §1).
-      httpClient: Tracing.carryingTraceparent(Stripe.createNodeHttpClient())
+      httpClient: Tracing.carryingTraceparent(sdk.createNodeHttpClient())
     })
 
   // Clients by link id, oldest first; bounded, so a server with many links holds a few hundred agents at most.
-  const clientFor = LinkClients.make((link: LinkAccess) => Effect.map(link.secretKey, makeClient))
+  const clientFor = LinkClients.make((link: LinkAccess) =>
+    Effect.flatMap(loadSdk, (sdk) => Effect.map(link.secretKey, (key) => makeClient(sdk, key)))
+  )
 
   /**
    * One SDK call as an Effect: failures sorted by {@link classify}. The SDK's own timeout bounds it; the outer
    * bound (a second longer) only matters if the SDK ever failed to honour its own.
    */
   const call = <A, B>(
+    sdk: StripeSdk,
     client: Stripe,
     run: (client: Stripe) => Promise<A>,
     onAnswer: (answer: A) => B
@@ -203,7 +218,7 @@ export const make = Effect.gen(function* () {
       (traced) => Effect.tryPromise({ try: traced, catch: (error) => error })
     ).pipe(
       Effect.map(onAnswer),
-      Effect.catch((error) => classify(error)),
+      Effect.catch((error) => classify(sdk, error)),
       Effect.timeoutOrElse({
         duration: Duration.sum(timeout, Duration.seconds(1)),
         orElse: () => Effect.succeed(noAnswer("timeout"))
@@ -211,7 +226,7 @@ export const make = Effect.gen(function* () {
     )
 
   const withLink = <A, B>(link: LinkAccess, run: (client: Stripe) => Promise<A>, onAnswer: (answer: A) => B) =>
-    Effect.flatMap(clientFor(link), (client) => call(client, run, onAnswer))
+    Effect.flatMap(loadSdk, (sdk) => Effect.flatMap(clientFor(link), (client) => call(sdk, client, run, onAnswer)))
 
   /** A session read with its disputes, listed only when its charge was ever disputed (most reads make one call). */
   const withDisputes = async (stripe: Stripe, session: Stripe.Checkout.Session) => {
@@ -247,9 +262,10 @@ export const make = Effect.gen(function* () {
     provider: "stripe",
     checkoutWindow,
     verifyLink: Effect.fn("StripeConnector.verifyLink")(function* (secretKey) {
-      const client = makeClient(secretKey)
+      const sdk = yield* loadSdk
       return yield* call(
-        client,
+        sdk,
+        makeClient(sdk, secretKey),
         (stripe) => stripe.accounts.retrieve(null),
         (account) => ({
           _tag: "Account" as const,
@@ -443,9 +459,10 @@ export const make = Effect.gen(function* () {
       }
       const secret = yield* link.endpointSecret
       const receivedAt = yield* Clock.currentTimeMillis
+      const sdk = yield* loadSdk
       const event = yield* Effect.try({
         try: () =>
-          Stripe.webhooks.constructEvent(
+          sdk.webhooks.constructEvent(
             rawBody,
             signature,
             Redacted.value(secret),
@@ -456,7 +473,7 @@ export const make = Effect.gen(function* () {
         catch: (error) =>
           new EventRejected({
             message:
-              error instanceof Stripe.errors.StripeSignatureVerificationError
+              error instanceof sdk.errors.StripeSignatureVerificationError
                 ? `The Stripe-Signature does not verify: ${error.message}`
                 : "The event is not valid JSON."
           })
