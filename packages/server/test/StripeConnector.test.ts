@@ -6,6 +6,8 @@
  * StripeConnectorReadings.test.
  */
 import { randomUUID } from "node:crypto"
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { Ids } from "@kassa/core"
 import { Cause, ConfigProvider, DateTime, Duration, Effect, Exit, Layer, Redacted } from "effect"
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
@@ -459,5 +461,21 @@ describe("KASSA_STRIPE_API_URL", () => {
       "KASSA_STRIPE_API_URL must be an https:// address with no path"
     )
     expect(await load({ KASSA_STRIPE_API_URL: "ftp://api.stripe.com" })).toContain("KASSA_STRIPE_API_URL")
+  })
+})
+
+describe("start-up", () => {
+  it("the SDK is imported on first use only: no server module imports anything of it but types", () => {
+    // Its import costs ~0.3 s of CPU per process (docs/decisions.md, issue 23), which a server with no Stripe link
+    // (and every test file that starts a server) should not pay.
+    const src = join(import.meta.dirname, "..", "src")
+    const files = readdirSync(src, { recursive: true, encoding: "utf8" }).filter((file) => file.endsWith(".ts"))
+    const imports = files.flatMap((file) =>
+      [
+        ...readFileSync(join(src, file), "utf8").matchAll(/^import\s+(type\s+)?[^"]*?from\s+"stripe(?:\/[^"]*)?"/gm)
+      ].map((found) => ({ file, typeOnly: found[1] !== undefined }))
+    )
+    expect(imports.map(({ file }) => file)).toContain("providers/StripeConnector.ts")
+    expect(imports.filter(({ typeOnly }) => !typeOnly)).toEqual([])
   })
 })
