@@ -5,7 +5,7 @@
  * each is built once and served as a CachedAnswer — compressed once, with an `ETag` and 304s.
  */
 import { MerchantApi } from "@kassa/core"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Scope } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiScalar, OpenApi } from "effect/http-api"
 import * as DocsPages from "../pages/DocsPages.ts"
@@ -39,12 +39,31 @@ const ReferenceAnswer = HttpRouter.middleware((httpEffect) => {
  * The API reference, from the same contract as `/openapi.json`, with its SDK and curl snippets (the contract's
  * `x-codeSamples`); Scalar's script is bundled, fonts are local. Its server is this one (`KASSA_BASE_URL`), so
  * "try it" and the snippets' address need no editing.
+ *
+ * Built at its first request, not at the start: effect's Scalar route imports Scalar's bundled script (a 6 MB string,
+ * held twice in the heap, as its module's source and as its value) when its layer is built, which every server start
+ * (and every test's) would otherwise pay in memory and CPU for a page few requests ever ask for.
  */
 const referenceRoute = (baseUrl: string) =>
-  HttpApiScalar.layer(
-    MerchantApi.MerchantApi.annotate(OpenApi.Servers, [{ url: baseUrl, description: "This Kassa server" }]),
-    { path: "/docs", scalar: { withDefaultFonts: false } }
-  ).pipe(Layer.provide(ReferenceAnswer))
+  HttpRouter.use((router) =>
+    Effect.gen(function* () {
+      // The router's own scope: the reference, once built, lives as long as the server.
+      const scope = yield* Scope.Scope
+      const reference = yield* Effect.cached(
+        HttpRouter.toHttpEffect(
+          HttpApiScalar.layer(
+            MerchantApi.MerchantApi.annotate(OpenApi.Servers, [{ url: baseUrl, description: "This Kassa server" }]),
+            { path: "/docs", scalar: { withDefaultFonts: false } }
+          ).pipe(Layer.provide(ReferenceAnswer))
+        ).pipe(Effect.provideService(Scope.Scope, scope))
+      )
+      yield* router.add(
+        "GET",
+        "/docs",
+        Effect.flatMap(reference, (answer) => answer)
+      )
+    })
+  )
 
 /** `/openapi.json`: the merchant contract, built at the first request and kept. */
 const OpenApiRoute = HttpRouter.use((router) => {
