@@ -26,9 +26,9 @@ export const observe = <A, E, R>(
   call: Effect.Effect<A, E, R>,
   outcomeOf: (value: A) => string
 ): Effect.Effect<A, E, R> =>
-  Effect.suspend(() => {
+  Effect.withFiber((fiber) => {
     const started = performance.now()
-    return call.pipe(
+    const counted = call.pipe(
       Effect.onExit((exit) =>
         Metrics.recordProviderCall(
           provider,
@@ -40,12 +40,18 @@ export const observe = <A, E, R>(
               : refusedOrError(exit.cause),
           Metrics.secondsSince(started)
         )
-      ),
-      // No stack trace: it would only point here, and capturing one cost a create ~0.7 % (issue 23).
-      Effect.withSpan(
-        `PaymentProvider.${operation}`,
-        { kind: "client", attributes: { "kassa.provider": provider } },
-        { captureStackTrace: false }
       )
     )
+    // With effect's tracer off (a lane's request whose trace the sampler dropped) the span would be a no-op one,
+    // which still costs a create a change of its fiber's context and back: none is made.
+    return fiber.cache.tracerEnabled
+      ? counted.pipe(
+          // No stack trace: it would only point here, and capturing one cost a create ~0.7 % (issue 23).
+          Effect.withSpan(
+            `PaymentProvider.${operation}`,
+            { kind: "client", attributes: { "kassa.provider": provider } },
+            { captureStackTrace: false }
+          )
+        )
+      : counted
   })
