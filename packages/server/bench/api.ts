@@ -61,7 +61,8 @@
  * Session 18 (2026-11-28, 6 paired rounds of 4 s each way, load 1.4–3.7): the key's row split once per decoded row
  * ~0.93× / ~0.91× (GET / create); the fetch's path as combinators instead of generators ~0.94× / ~1.00×. Not
  * adopted: `within`'s fork started at once (`startImmediately`) ~1.03× / ~1.05×; the budget's and the API's headers
- * set in one copy ~1.03× / ~1.01×; the create lane's body handling as combinators ~1.00× per create.
+ * set in one copy ~1.03× / ~1.01×; the create lane's body handling as combinators ~1.00× per create. Adopted
+ * last: no provider-call span under a tracer turned off, ~0.97× per create.
  */
 
 import type { ChildProcess } from "node:child_process"
