@@ -1,7 +1,7 @@
 /**
  * RowMemo hands back what the row schema's decoder gives, row after row: the same value for an unchanged row, a new
  * decode for any changed column (values, `Date`s, arrays), the decoder's failure for a row that does not decode, and
- * nothing stale once an identity is forgotten past the limit.
+ * nothing stale once an identity is forgotten past the limit; `makeWith`'s projection made once per decode.
  */
 import { Effect, Exit, Schema } from "effect"
 import * as fc from "fast-check"
@@ -68,5 +68,27 @@ describe("RowMemo", () => {
     expect(changed).not.toBe(first)
     expect(changed.created_at.epochMilliseconds).toBe(1)
     expect(Effect.runSync(memo({ ...input, tags: ["x", "y"] })).tags).toEqual(["x", "y"])
+  })
+
+  it("projects each decoded row once: the same projection for an unchanged row, a new one for a changed row", () => {
+    let projections = 0
+    const memo = RowMemo.makeWith(
+      Row,
+      (input) => input.id,
+      ({ id, ...rest }) => {
+        projections++
+        return { id, rest }
+      }
+    )
+    const input = { id: "b", name: "Store", status: "active", amount: 7, created_at: new Date(5), tags: [], note: "n" }
+    const first = Effect.runSync(memo(input))
+    const { id: _, ...decoded } = Effect.runSync(decode(input))
+    expect(first).toEqual({ id: "b", rest: decoded })
+    expect(Effect.runSync(memo({ ...input, tags: [] }))).toBe(first)
+    expect(projections).toBe(1)
+    const changed = Effect.runSync(memo({ ...input, note: null }))
+    expect(changed).not.toBe(first)
+    expect(changed.rest.note).toBeNull()
+    expect(projections).toBe(2)
   })
 })

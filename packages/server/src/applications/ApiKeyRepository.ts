@@ -127,34 +127,27 @@ export class ApiKeyRepository extends Context.Service<
         `
       })
       // The key and its application are read on every request, and are the same row request after request: decoded
-      // once per change of the row (RowMemo), read from the database every time.
-      const decodeLive = RowMemo.make(AuthenticatedRow, (row) => row.key_id)
-      // The decoded row split into the key and its application, once per decoded row (the memo hands back the same
-      // object while the row is unchanged): a rest spread over the application's columns cost ~2 % of a GET.
-      const splits = new WeakMap<typeof AuthenticatedRow.Type, Split>()
-      const splitOf = (decoded: typeof AuthenticatedRow.Type): Split => {
-        let found = splits.get(decoded)
-        if (found === undefined) {
-          const {
-            key_id: id,
-            key_application_id: application_id,
-            key_mode: mode,
-            key_display: display,
-            key_created_at: created_at,
-            key_last_used_at: last_used_at,
-            key_revoked_at: revoked_at,
-            key_hash_stored: stored,
-            ...application
-          } = decoded
-          found = {
-            key: { id, application_id, mode, display, created_at, last_used_at, revoked_at },
-            application,
-            stored
-          }
-          splits.set(decoded, found)
-        }
-        return found
-      }
+      // and split into the key and its application once per change of the row (RowMemo), read from the database
+      // every time. (Split on every request, the rest spread over the application's columns cost a GET ~7 %.)
+      const decodeLive = RowMemo.makeWith(
+        AuthenticatedRow,
+        (row) => row.key_id,
+        ({
+          key_id: id,
+          key_application_id: application_id,
+          key_mode: mode,
+          key_display: display,
+          key_created_at: created_at,
+          key_last_used_at: last_used_at,
+          key_revoked_at: revoked_at,
+          key_hash_stored: stored,
+          ...application
+        }): Split => ({
+          key: { id, application_id, mode, display, created_at, last_used_at, revoked_at },
+          application,
+          stored
+        })
+      )
       const noRider = sql`NULL`
       // The live key under either hash, its application and the rider's value: one statement, its row decoded (or
       // remembered) and split; a key found under the previous hash is stored again under the current one.
@@ -169,8 +162,7 @@ export class ApiKeyRepository extends Context.Service<
           Effect.flatMap((rows) => {
             const row = rows[0]
             if (row === undefined) return Effect.succeedNone
-            return Effect.flatMap(decodeLive(row), (decoded) => {
-              const { key, application, stored } = splitOf(decoded)
+            return Effect.flatMap(decodeLive(row), ({ key, application, stored }) => {
               const found = Option.some<Authenticated>({ key, application, rider: row.key_rider ?? null })
               return stored === current
                 ? Effect.succeed(found)

@@ -32,31 +32,41 @@ interface Remembered<A> {
 }
 
 /**
- * `schema`'s decoder for rows, remembering the last decoded value per `identity(row)`. A row that does not decode
- * fails as the schema's decoder fails, and is not remembered.
+ * `schema`'s decoder for rows, remembering per `identity(row)` the last decoded value as `project` made it: `project`
+ * runs once per decode, not once per row read (the API key's lookup splits its row into the key and its application
+ * this way). A row that does not decode fails as the schema's decoder fails, and is not remembered.
  */
-export const make = <S extends Schema.Struct<Schema.Struct.Fields>>(
+export const makeWith = <S extends Schema.Struct<Schema.Struct.Fields>, B>(
   schema: S & Schema.Codec<S["Type"], S["Encoded"], never, never>,
   identity: (row: Readonly<Record<string, unknown>>) => unknown,
+  project: (decoded: S["Type"]) => B,
   limit = 10_000
 ) => {
   const names = Object.keys(schema.fields)
   const decode = Schema.decodeUnknownEffect(schema)
-  const memory = new BoundedMap<unknown, Remembered<S["Type"]>>(limit)
+  const memory = new BoundedMap<unknown, Remembered<B>>(limit)
   const columnsOf = (row: Readonly<Record<string, unknown>>) => names.map((name) => row[name])
-  const unchanged = (remembered: Remembered<S["Type"]>, row: Readonly<Record<string, unknown>>) => {
+  const unchanged = (remembered: Remembered<B>, row: Readonly<Record<string, unknown>>) => {
     for (let i = 0; i < names.length; i++) {
       if (!sameValue(remembered.columns[i], row[names[i] as string])) return false
     }
     return true
   }
-  return (row: Readonly<Record<string, unknown>>): Effect.Effect<S["Type"], Schema.SchemaError> => {
+  return (row: Readonly<Record<string, unknown>>): Effect.Effect<B, Schema.SchemaError> => {
     const key = identity(row)
     const remembered = memory.get(key)
     if (remembered !== undefined && unchanged(remembered, row)) return Effect.succeed(remembered.value)
-    return Effect.map(decode(row), (value) => {
+    return Effect.map(decode(row), (decoded) => {
+      const value = project(decoded)
       memory.set(key, { columns: columnsOf(row), value })
       return value
     })
   }
 }
+
+/** {@link makeWith} remembering the decoded row itself. */
+export const make = <S extends Schema.Struct<Schema.Struct.Fields>>(
+  schema: S & Schema.Codec<S["Type"], S["Encoded"], never, never>,
+  identity: (row: Readonly<Record<string, unknown>>) => unknown,
+  limit = 10_000
+) => makeWith(schema, identity, (decoded: S["Type"]) => decoded, limit)
