@@ -57,11 +57,7 @@ const referenceRoute = (baseUrl: string) =>
           ).pipe(Layer.provide(ReferenceAnswer))
         ).pipe(Effect.provideService(Scope.Scope, scope))
       )
-      yield* router.add(
-        "GET",
-        "/docs",
-        Effect.flatMap(reference, (answer) => answer)
-      )
+      yield* router.add("GET", "/docs", Effect.flatten(reference))
     })
   )
 
