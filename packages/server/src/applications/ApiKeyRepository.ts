@@ -10,6 +10,7 @@ import { Context, DateTime, Effect, Layer, Option, Redacted, Schema } from "effe
 import type { SecureRandom } from "effect/crypto"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
+import * as FixedStatement from "../database/FixedStatement.ts"
 import * as RowMemo from "../database/RowMemo.ts"
 import { ServerSecrets } from "../security/ServerSecrets.ts"
 import { ApplicationRow, type StoredApplication } from "./ApplicationRepository.ts"
@@ -52,8 +53,14 @@ const AuthenticatedRow = Schema.Struct({
  * two (issue 23: a statement costs a GET about a seventh of its CPU): a scalar SQL expression, evaluated only for a
  * live key, that may refer to that key's row as `k` (its `application_id` and `mode` scope the read to the caller).
  * Its value comes back as the driver read it, beside the key; whoever made the expression decodes it.
+ *
+ * The expression is written over one value (the read's parameter) by a function made once, so the key's statement
+ * with that expression is compiled once (FixedStatement) and only the value changes from request to request.
  */
-export type Rider = Statement.Fragment
+export interface Rider {
+  readonly expression: (value: unknown) => Statement.Fragment
+  readonly value: unknown
+}
 
 /** A live key with its application, and the value of the {@link Rider} its statement carried (null without one). */
 export interface Authenticated {
@@ -148,17 +155,34 @@ export class ApiKeyRepository extends Context.Service<
           stored
         })
       )
-      const noRider = sql`NULL`
-      // The live key under either hash, its application and the rider's value: one statement, its row decoded (or
-      // remembered) and split; a key found under the previous hash is stored again under the current one.
+      const noRider: Rider = { expression: () => sql`NULL`, value: null }
+      // The live key under either hash, its application and the rider's value: one statement, compiled once per kind
+      // of rider (on every request), its row decoded (or remembered) and split; a key found under the previous hash is
+      // stored again under the current one.
+      const lookups = new WeakMap<Rider["expression"], ReturnType<typeof lookupWith>>()
+      const lookupWith = (expression: Rider["expression"]) =>
+        FixedStatement.make(
+          sql,
+          ["current", "previous", "rider"],
+          (value) => sql`
+            SELECT k.id AS key_id, k.application_id AS key_application_id, k.mode AS key_mode,
+                   k.display AS key_display, k.created_at AS key_created_at, k.last_used_at AS key_last_used_at,
+                   k.revoked_at AS key_revoked_at, k.key_hash AS key_hash_stored, a.*,
+                   ${expression(value.rider)} AS key_rider
+            FROM api_keys k JOIN applications a ON a.id = k.application_id
+            WHERE k.key_hash IN (${value.current}, ${value.previous}) AND k.revoked_at IS NULL
+          `
+        )
+      const lookup = (expression: Rider["expression"]) => {
+        let found = lookups.get(expression)
+        if (found === undefined) {
+          found = lookupWith(expression)
+          lookups.set(expression, found)
+        }
+        return found
+      }
       const findLive = (current: string, previous: string, rider: Rider) =>
-        sql<Record<string, unknown>>`
-          SELECT k.id AS key_id, k.application_id AS key_application_id, k.mode AS key_mode,
-                 k.display AS key_display, k.created_at AS key_created_at, k.last_used_at AS key_last_used_at,
-                 k.revoked_at AS key_revoked_at, k.key_hash AS key_hash_stored, a.*, ${rider} AS key_rider
-          FROM api_keys k JOIN applications a ON a.id = k.application_id
-          WHERE k.key_hash IN (${current}, ${previous}) AND k.revoked_at IS NULL
-        `.pipe(
+        lookup(rider.expression)({ current, previous, rider: rider.value }).pipe(
           Effect.flatMap((rows) => {
             const row = rows[0]
             if (row === undefined) return Effect.succeedNone

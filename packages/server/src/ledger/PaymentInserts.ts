@@ -3,11 +3,12 @@
  * arbiter for rule 5 is the partial unique index, and a live create's INSERT together with its provider opening, in
  * one statement that also checks the provider link. Kept apart from the repository's reads, locks and updates.
  */
-import type { PgClient } from "@effect/sql-pg"
+import { type PgClient, PgTypes } from "@effect/sql-pg"
 import type { Ids, Payment, SettlementSource } from "@kassa/core"
 import { type DateTime, Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
+import * as FixedStatement from "../database/FixedStatement.ts"
 import { decodeOpening } from "./PaymentRows.ts"
 
 /** A new payment's application and Idempotency-Key; created settled (refused), what settled it. */
@@ -22,27 +23,71 @@ export class OrderReferenceTaken extends Schema.TaggedError<OrderReferenceTaken>
 
 const { toDate } = Columns
 
+/** The columns a create's INSERT sets. */
+const insertColumns = [
+  "id",
+  "application_id",
+  "mode",
+  "status",
+  "amount",
+  "refunded_amount",
+  "currency",
+  "method",
+  "order_reference",
+  "description",
+  "customer",
+  "payer",
+  "locale",
+  "return_url",
+  "metadata",
+  "expires_at",
+  "paid_at",
+  "created_at",
+  "updated_at",
+  "idempotency_key",
+  "settled_via"
+] as const
+
 /** The inserts on `sql`'s connection (the caller's transaction, if any); `pg` makes the JSON parameters. */
 export const paymentInserts = (sql: SqlClient.SqlClient, pg: PgClient.PgClient) => {
+  // The arbiter is rule 5's partial unique index: a payment holding the reference (committed, or committing
+  // meanwhile: PostgreSQL waits for it) means nothing is inserted, and the transaction stays usable. Run on every
+  // create: its text is compiled once (FixedStatement).
+  const insertRow = FixedStatement.make(
+    sql,
+    insertColumns,
+    (value) => sql`
+    INSERT INTO payments ${sql.insert(value)}
+    ON CONFLICT (application_id, mode, order_reference)
+      WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
+      DO NOTHING
+    RETURNING id
+  `
+  )
   const insert = (payment: Payment.Payment, owner: NewOwner, now: DateTime.Utc) =>
-    // The arbiter is rule 5's partial unique index: a payment holding the reference (committed, or committing
-    // meanwhile: PostgreSQL waits for it) means nothing is inserted, and the transaction stays usable.
-    sql`
-      INSERT INTO payments (id, application_id, mode, status, amount, refunded_amount, currency, method,
-        order_reference, description, customer, payer, locale, return_url, metadata, expires_at, paid_at,
-        created_at, updated_at, idempotency_key, settled_via)
-      VALUES (${payment.id}, ${owner.applicationId}, ${payment.mode}, ${payment.status}, ${payment.amount},
-        ${payment.refunded_amount}, ${payment.currency}, ${payment.method}, ${payment.order_reference},
-        ${payment.description}, ${pg.json(payment.customer)},
-        ${payment.payer === null ? null : pg.json(payment.payer)}, ${payment.locale}, ${payment.return_url},
-        ${pg.json(payment.metadata)}, ${toDate(payment.expires_at)},
-        ${payment.paid_at === null ? null : toDate(payment.paid_at)}, ${toDate(payment.created_at)},
-        ${toDate(now)}, ${owner.idempotencyKey}, ${owner.settledVia ?? null})
-      ON CONFLICT (application_id, mode, order_reference)
-        WHERE status IN ('pending', 'paid', 'partially_refunded', 'refunded')
-        DO NOTHING
-      RETURNING id
-    `.pipe(
+    insertRow({
+      id: payment.id,
+      application_id: owner.applicationId,
+      mode: payment.mode,
+      status: payment.status,
+      amount: payment.amount,
+      refunded_amount: payment.refunded_amount,
+      currency: payment.currency,
+      method: payment.method,
+      order_reference: payment.order_reference,
+      description: payment.description,
+      customer: PgTypes.jsonb(payment.customer),
+      payer: payment.payer === null ? null : PgTypes.jsonb(payment.payer),
+      locale: payment.locale,
+      return_url: payment.return_url,
+      metadata: PgTypes.jsonb(payment.metadata),
+      expires_at: toDate(payment.expires_at),
+      paid_at: payment.paid_at === null ? null : toDate(payment.paid_at),
+      created_at: toDate(payment.created_at),
+      updated_at: toDate(now),
+      idempotency_key: owner.idempotencyKey,
+      settled_via: owner.settledVia ?? null
+    }).pipe(
       Effect.orDie,
       Effect.flatMap((rows) => (rows.length === 0 ? Effect.fail(new OrderReferenceTaken()) : Effect.void))
     )

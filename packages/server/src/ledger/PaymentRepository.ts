@@ -76,7 +76,10 @@ export class PaymentRepository extends Context.Service<
      * {@link find}'s read as a rider of the API key's statement (`ApiKeyRepository.Rider`): the payment with this id
      * within the authenticating key's application and mode, as one JSON value, its refunds inside; null for none.
      */
-    readonly rider: (id: Ids.PaymentId) => Statement.Fragment
+    readonly rider: (id: Ids.PaymentId) => {
+      readonly expression: (id: unknown) => Statement.Fragment
+      readonly value: Ids.PaymentId
+    }
     /** The payment a {@link rider} read, decoded as {@link find}'s rows are. */
     readonly fromRider: (value: unknown) => Effect.Effect<Option.Option<StoredPayment>>
     /**
@@ -215,10 +218,11 @@ export class PaymentRepository extends Context.Service<
       // payment up by its primary key. With statistics taken while the table was small (after a burst of creates,
       // before autovacuum's next analyze) it otherwise chose the (application_id, mode, order_reference) index and
       // walked every payment of the application: measured in `pnpm bench`, 45 ms per fetch instead of 0.05 ms.
-      // One fragment, not `sql.and` of three: it is built and compiled on every fetch. The application and mode are
-      // values, or the columns of the API key's row when the read rides on its statement ({@link rider}).
+      // One fragment, not `sql.and` of three: it is built and compiled on every fetch that does not ride on the key's
+      // statement. The application and mode are values, or the columns of the API key's row when the read rides on
+      // its statement ({@link rider}: compiled once there, the id a slot).
       const tenancy = (
-        id: Ids.PaymentId,
+        id: unknown,
         applicationId: string | Statement.Fragment,
         mode: string | Statement.Fragment
       ): Statement.Fragment => sql`(id = ${id} AND application_id::text = ${applicationId} AND mode = ${mode})`
@@ -247,11 +251,12 @@ export class PaymentRepository extends Context.Service<
       // (timestamps as ISO text, which `Columns.Timestamp` reads as it reads a Date, cut to the millisecond alike).
       // The tenancy is `find`'s own: compared as uuids instead, the planner walked the application's payments by the
       // status index (EXPLAIN in `pnpm bench`: 1.8 ms a GET with 4,000 payments, and PostgreSQL the bottleneck).
-      const rider = (id: Ids.PaymentId) => sql`(
+      const riderExpression = (id: unknown) => sql`(
         SELECT row_to_json(found) FROM (
           SELECT ${withRefundList} FROM payments WHERE ${tenancy(id, keyApplication, keyMode)}
         ) found
       )`
+      const rider = (id: Ids.PaymentId) => ({ expression: riderExpression, value: id })
       const fromRider = (value: unknown): Effect.Effect<Option.Option<StoredPayment>> =>
         value === null || value === undefined
           ? Effect.succeedNone
