@@ -97,37 +97,49 @@ export const secondsSince = (started: number) => (performance.now() - started) /
 
 // One metric per series (metric and label values), made on first use and kept: label values come from small fixed
 // sets (see above), so these maps stay small. `Metric.withAttributes` on every update instead copies the context and
-// computes the series key again each time (the request metrics alone cost ~10 % of a GET that way).
-const counters = new Map<string, Metric.Counter<number>>()
-const histograms = new Map<string, Metric.Histogram<number>>()
-const seriesKey = (id: string, attributes: Readonly<Record<string, string>>) =>
-  `${id}\u0000${Object.values(attributes).join("\u0000")}`
+// computes the series key again each time (the request metrics alone cost ~10 % of a GET that way). A series is found
+// by its label values one map level each, not by a key string joined on every update (~1 % of a request): the values
+// are mostly constants (routes, methods, modes, cached number strings) whose hashes V8 keeps.
+type Level = Map<string, unknown>
+const counters: Level = new Map()
+const histograms: Level = new Map()
 
-/** `counter`'s series with these label values (always given in the same order for one counter). */
-const counterOf = (counter: Metric.Counter<number>, attributes: Readonly<Record<string, string>>) => {
-  const key = seriesKey(counter.id, attributes)
-  let series = counters.get(key)
+/** The series of metric `id` with these label values (always given in the same order for one metric). */
+const seriesOf = <S>(root: Level, id: string, attributes: Readonly<Record<string, string>>, make: () => S): S => {
+  let level = root
+  let value = id
+  for (const label in attributes) {
+    let next = level.get(value) as Level | undefined
+    if (next === undefined) {
+      next = new Map()
+      level.set(value, next)
+    }
+    level = next
+    value = attributes[label] as string
+  }
+  let series = level.get(value) as S | undefined
   if (series === undefined) {
-    series = Metric.counter(counter.id, { description: counter.description, incremental: true, attributes })
-    counters.set(key, series)
+    series = make()
+    level.set(value, series)
   }
   return series
 }
+
+/** `counter`'s series with these label values (always given in the same order for one counter). */
+const counterOf = (counter: Metric.Counter<number>, attributes: Readonly<Record<string, string>>) =>
+  seriesOf(counters, counter.id, attributes, () =>
+    Metric.counter(counter.id, { description: counter.description, incremental: true, attributes })
+  )
 
 /** `histogram`'s series with these label values; `boundaries` are the histogram's own. */
 const histogramOf = (
   histogram: Metric.Histogram<number>,
   boundaries: ReadonlyArray<number>,
   attributes: Readonly<Record<string, string>>
-) => {
-  const key = seriesKey(histogram.id, attributes)
-  let series = histograms.get(key)
-  if (series === undefined) {
-    series = Metric.histogram(histogram.id, { description: histogram.description, boundaries, attributes })
-    histograms.set(key, series)
-  }
-  return series
-}
+) =>
+  seriesOf(histograms, histogram.id, attributes, () =>
+    Metric.histogram(histogram.id, { description: histogram.description, boundaries, attributes })
+  )
 
 /** Updates series from inside an effect, in its fiber's registry. */
 const updating = (update: (context: Context.Context<never>) => void) =>
