@@ -135,7 +135,9 @@ describe.each(databases)("tracing on %s", (database) => {
     expect(statements.map((span) => attribute(span.attributes, "db.query.text")).join("\n")).toMatch(
       /INSERT INTO payments/
     )
-    expect(children.map((span) => span.name)).toContain("PaymentProvider.open")
+    const opened = children.find((span) => span.name === "PaymentProvider.open")
+    expect(attribute(opened?.attributes ?? [], "kassa.provider")).toBe("simulator")
+    expect(attribute(opened?.attributes ?? [], "kassa.mode")).toBe("test")
 
     // The webhook attempt: its span's id is the traceparent the receiver got.
     const sent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(webhook?.headers.traceparent))

@@ -39,8 +39,13 @@ export const taken: Record<string, number> = {}
 /** A lane's request handler: `true` when it took the request (and will answer it), `false` when the router must. */
 export type LaneHandler = (request: IncomingMessage, response: ServerResponse) => boolean
 
-/** The work of one authenticated request: its answer, or a contract error (rendered as the router renders it). */
-export type LaneWork = (verified: Verified) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError.ApiError>
+/**
+ * The work of one authenticated request: its answer, or a contract error (rendered as the router renders it). `R`:
+ * services it needs from the server's context, which the runner runs it in (none provided per request).
+ */
+export type LaneWork<R = never> = (
+  verified: Verified
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError.ApiError, R>
 
 /** A refusal of authentication as the contract answers it; a 401 names the scheme to use. */
 const refusalAnswer = (refusal: ApiError.ApiError) => {
@@ -73,112 +78,125 @@ const describe = (span: Tracer.Span, request: IncomingMessage, route: string, st
   if (request.socket.remoteAddress !== undefined) span.attribute("client.address", request.socket.remoteAddress)
 }
 
-/** Runs lane work as ResponseMiddleware runs a routed request; returns a function that serves one request. */
-export const runner = Effect.gen(function* () {
-  const auth = yield* MerchantAuth
-  const clientAddress = yield* ClientAddress
-  const config = yield* ServerConfig
-  const { requestDeadline } = config
-  const context = yield* Effect.context<never>()
-  const run = Effect.runForkWith(context)
-  const deadline = Duration.toMillis(requestDeadline)
+/**
+ * Runs lane work as ResponseMiddleware runs a routed request; returns a function that serves one request. The work
+ * runs in the context the runner was made in, so it may need `R` from there.
+ */
+export const runnerWith = <R = never>() =>
+  Effect.gen(function* () {
+    const auth = yield* MerchantAuth
+    const clientAddress = yield* ClientAddress
+    const config = yield* ServerConfig
+    const { requestDeadline } = config
+    const context = yield* Effect.context<R>()
+    const run = Effect.runForkWith(context)
+    const deadline = Duration.toMillis(requestDeadline)
 
-  /**
-   * The request authenticated and counted, then its work; every answer after the count carries the budget, which is
-   * also handed to `counted` for an answer made outside (past the deadline, as the router's carries it too).
-   */
-  const authenticated = (
-    request: IncomingMessage,
-    work: LaneWork,
-    rider: Rider | undefined,
-    counted: (budget: Record<string, string>) => void
-  ) =>
-    auth
-      .verify(
-        bearerCredential(request.headers.authorization),
-        () => clientAddress.ofPeer(request.socket.remoteAddress, headerText(request.headers["x-forwarded-for"])),
-        rider
-      )
-      .pipe(
-        Effect.flatMap((verified) => {
-          const { caller, decision } = verified
-          const answer = decision.allowed
-            ? work(verified).pipe(
-                Effect.catch((error) => Effect.succeed(RouteFallback.errorResponse(error))),
-                // A 500 of the work carries the budget too, as the router's answers do.
-                Effect.catchCause(ResponseMiddleware.failureAnswer),
-                Effect.annotateLogs({
-                  application_id: caller.applicationId,
-                  api_key_id: caller.keyId,
-                  mode: caller.mode
-                })
-              )
-            : Effect.succeed(RouteFallback.errorResponse(rateLimited(decision)))
-          const budget = RateLimit.headers(decision)
-          counted(budget)
-          return Effect.map(answer, (response) => HttpServerResponse.setHeaders(response, budget))
-        }),
-        Effect.catch((refusal) => Effect.succeed(refusalAnswer(refusal)))
-      )
+    /**
+     * The request authenticated and counted, then its work; every answer after the count carries the budget, which is
+     * also handed to `counted` for an answer made outside (past the deadline, as the router's carries it too).
+     */
+    const authenticated = (
+      request: IncomingMessage,
+      work: LaneWork<R>,
+      rider: Rider | undefined,
+      counted: (budget: Record<string, string>) => void
+    ) =>
+      auth
+        .verify(
+          bearerCredential(request.headers.authorization),
+          () => clientAddress.ofPeer(request.socket.remoteAddress, headerText(request.headers["x-forwarded-for"])),
+          rider
+        )
+        .pipe(
+          Effect.flatMap((verified) => {
+            const { caller, decision } = verified
+            const answer = decision.allowed
+              ? work(verified).pipe(
+                  Effect.catch((error) => Effect.succeed(RouteFallback.errorResponse(error))),
+                  // A 500 of the work carries the budget too, as the router's answers do.
+                  Effect.catchCause(ResponseMiddleware.failureAnswer),
+                  Effect.annotateLogs({
+                    application_id: caller.applicationId,
+                    api_key_id: caller.keyId,
+                    mode: caller.mode
+                  })
+                )
+              : Effect.succeed(RouteFallback.errorResponse(rateLimited(decision)))
+            const budget = RateLimit.headers(decision)
+            counted(budget)
+            return Effect.map(answer, (response) => HttpServerResponse.setHeaders(response, budget))
+          }),
+          Effect.catch((refusal) => Effect.succeed(refusalAnswer(refusal)))
+        )
 
-  /** The answer past the deadline; with the budget's headers once the request was counted. */
-  const overDeadline = (requestId: string, budget: Record<string, string> | undefined) => {
-    const timedOut = ResponseMiddleware.timedOut(requestId, requestDeadline)
-    return budget === undefined
-      ? timedOut
-      : Effect.map(timedOut, (response) => HttpServerResponse.setHeaders(response, budget))
-  }
+    /** The answer past the deadline; with the budget's headers once the request was counted. */
+    const overDeadline = (requestId: string, budget: Record<string, string> | undefined) => {
+      const timedOut = ResponseMiddleware.timedOut(requestId, requestDeadline)
+      return budget === undefined
+        ? timedOut
+        : Effect.map(timedOut, (response) => HttpServerResponse.setHeaders(response, budget))
+    }
 
-  const answer = (
-    request: IncomingMessage,
-    route: string,
-    work: LaneWork,
-    rider: Rider | undefined,
-    span: Tracer.Span | undefined
-  ) =>
-    Effect.suspend(() => {
-      const requestId = ResponseMiddleware.newRequestId()
-      const started = performance.now()
-      if (span?.sampled) span.attribute("kassa.request_id", requestId)
-      let budget: Record<string, string> | undefined
-      const answered = authenticated(request, work, rider, (headers) => {
-        budget = headers
-      }).pipe(Effect.catchCause(ResponseMiddleware.failureAnswer), Effect.annotateLogs({ request_id: requestId }))
-      return ResponseMiddleware.within(answered, deadline, (_fiber, exit) =>
-        Effect.flatMap(exit ?? overDeadline(requestId, budget), (response) => {
-          const method = request.method ?? ""
-          Metrics.recordRequestUnsafe(context, method, route, response.status, Metrics.secondsSince(started))
-          if (span?.sampled) describe(span, request, route, response.status)
-          return ResponseMiddleware.accessLog(requestId, method, request.url ?? "", response.status, started).pipe(
-            Effect.as(HttpServerResponse.setHeaders(response, ResponseMiddleware.apiHeaders(requestId)))
-          )
-        })
-      )
-    })
+    const answer = (
+      request: IncomingMessage,
+      route: string,
+      work: LaneWork<R>,
+      rider: Rider | undefined,
+      span: Tracer.Span | undefined
+    ) =>
+      Effect.suspend(() => {
+        const requestId = ResponseMiddleware.newRequestId()
+        const started = performance.now()
+        if (span?.sampled) span.attribute("kassa.request_id", requestId)
+        let budget: Record<string, string> | undefined
+        const answered = authenticated(request, work, rider, (headers) => {
+          budget = headers
+        }).pipe(Effect.catchCause(ResponseMiddleware.failureAnswer), Effect.annotateLogs({ request_id: requestId }))
+        return ResponseMiddleware.within(answered, deadline, (_fiber, exit) =>
+          Effect.flatMap(exit ?? overDeadline(requestId, budget), (response) => {
+            const method = request.method ?? ""
+            Metrics.recordRequestUnsafe(context, method, route, response.status, Metrics.secondsSince(started))
+            if (span?.sampled) describe(span, request, route, response.status)
+            return ResponseMiddleware.accessLog(requestId, method, request.url ?? "", response.status, started).pipe(
+              Effect.as(HttpServerResponse.setHeaders(response, ResponseMiddleware.apiHeaders(requestId)))
+            )
+          })
+        )
+      })
 
-  /** Serves one request; `rider`: a read the key's statement carries for `work` (`ApiKeyRepository.Rider`). */
-  return (request: IncomingMessage, response: ServerResponse, route: string, work: LaneWork, rider?: Rider): void => {
-    taken[route] = (taken[route] ?? 0) + 1
-    // Node's header object is what effect's request wraps too; only the trace headers are read from it.
-    const parent = HttpTraceContext.fromHeaders(request.headers as unknown as Headers.Headers)
-    const underSpan = (options: Tracer.SpanOptionsNoTrace) =>
-      Effect.useSpan(`${request.method} ${route}`, { kind: "server", ...options }, (span) =>
-        Effect.withParentSpan(answer(request, route, work, rider, span), span, noStackTrace)
-      )
-    const traced =
-      parent._tag === "Some"
-        ? underSpan({ parent: parent.value })
-        : Tracing.keepsNewTrace(config)
-          ? underSpan({ annotations: Tracing.keptRoot })
-          : Effect.withTracerEnabled(answer(request, route, work, rider, undefined), false)
-    const fiber = run(traced)
-    fiber.addObserver((exit) => {
-      if (Exit.isSuccess(exit)) writeAnswer(response, exit.value)
-      else if (!Cause.hasInterruptsOnly(exit.cause)) writeAnswer(response, ResponseMiddleware.serverError)
-    })
-    // The client went away: so does the work (effect's server does the same for the router's requests).
-    response.once("close", () => {
-      if (!response.writableEnded) fiber.interruptUnsafe()
-    })
-  }
-})
+    /** Serves one request; `rider`: a read the key's statement carries for `work` (`ApiKeyRepository.Rider`). */
+    return (
+      request: IncomingMessage,
+      response: ServerResponse,
+      route: string,
+      work: LaneWork<R>,
+      rider?: Rider
+    ): void => {
+      taken[route] = (taken[route] ?? 0) + 1
+      // Node's header object is what effect's request wraps too; only the trace headers are read from it.
+      const parent = HttpTraceContext.fromHeaders(request.headers as unknown as Headers.Headers)
+      const underSpan = (options: Tracer.SpanOptionsNoTrace) =>
+        Effect.useSpan(`${request.method} ${route}`, { kind: "server", ...options }, (span) =>
+          Effect.withParentSpan(answer(request, route, work, rider, span), span, noStackTrace)
+        )
+      const traced =
+        parent._tag === "Some"
+          ? underSpan({ parent: parent.value })
+          : Tracing.keepsNewTrace(config)
+            ? underSpan({ annotations: Tracing.keptRoot })
+            : Effect.withTracerEnabled(answer(request, route, work, rider, undefined), false)
+      const fiber = run(traced)
+      fiber.addObserver((exit) => {
+        if (Exit.isSuccess(exit)) writeAnswer(response, exit.value)
+        else if (!Cause.hasInterruptsOnly(exit.cause)) writeAnswer(response, ResponseMiddleware.serverError)
+      })
+      // The client went away: so does the work (effect's server does the same for the router's requests).
+      response.once("close", () => {
+        if (!response.writableEnded) fiber.interruptUnsafe()
+      })
+    }
+  })
+
+/** {@link runnerWith} for work that needs nothing of the server's context. */
+export const runner = runnerWith()

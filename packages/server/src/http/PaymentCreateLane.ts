@@ -13,9 +13,9 @@
 import type { IncomingMessage } from "node:http"
 import { InvalidRequest, MerchantApi, type PaymentRequests, PaymentsApi } from "@kassa/core"
 import { Effect, Schema } from "effect"
-import { Digest } from "effect/crypto"
+import type { Digest } from "effect/crypto"
 import { HttpApiError } from "effect/http-api"
-import { IdempotencyStore } from "../ledger/IdempotencyStore.ts"
+import type { IdempotencyStore } from "../ledger/IdempotencyStore.ts"
 import { MerchantPayments } from "../payments/MerchantPayments.ts"
 import * as Lane from "./Lane.ts"
 import { createAnswer, fingerprintOfText } from "./PaymentsHandlers.ts"
@@ -100,11 +100,10 @@ const invalid = (kind: "Headers" | "Payload", cause: Schema.SchemaError) => {
 /** The lane's request handler, given the server's services. */
 export const make = Effect.gen(function* () {
   const payments = yield* MerchantPayments
-  const store = yield* IdempotencyStore
-  const digest = yield* Digest.Digest
-  const serve = yield* Lane.runner
+  // An Idempotency-Key's create needs these; the runner runs the work in this context, which has them.
+  const serve = yield* Lane.runnerWith<IdempotencyStore | Digest.Digest>()
 
-  const create = (request: IncomingMessage): Lane.LaneWork => {
+  const create = (request: IncomingMessage): Lane.LaneWork<IdempotencyStore | Digest.Digest> => {
     const readBody = collectBody(request)
     return ({ caller, application }) =>
       Effect.gen(function* () {
@@ -126,7 +125,7 @@ export const make = Effect.gen(function* () {
           application,
           fingerprint: fingerprintOfText(text)
         })
-      }).pipe(Effect.provideService(IdempotencyStore, store), Effect.provideService(Digest.Digest, digest))
+      })
   }
 
   return (request, response) => {

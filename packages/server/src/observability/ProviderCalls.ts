@@ -19,12 +19,13 @@ const refusedOrError = (cause: Cause.Cause<unknown>) =>
     })
   )
 
-/** Runs one provider call under its span and counts it. */
+/** Runs one provider call under its span (with `attributes` besides the provider's) and counts it. */
 export const observe = <A, E, R>(
   provider: string,
   operation: string,
   call: Effect.Effect<A, E, R>,
-  outcomeOf: (value: A) => string
+  outcomeOf: (value: A) => string,
+  attributes?: Readonly<Record<string, unknown>>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => {
     const started = performance.now()
@@ -49,7 +50,7 @@ export const observe = <A, E, R>(
           // No stack trace: it would only point here, and capturing one cost a create ~0.7 % (issue 23).
           Effect.withSpan(
             `PaymentProvider.${operation}`,
-            { kind: "client", attributes: { "kassa.provider": provider } },
+            { kind: "client", attributes: { ...attributes, "kassa.provider": provider } },
             { captureStackTrace: false }
           )
         )

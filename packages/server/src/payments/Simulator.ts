@@ -8,6 +8,8 @@ import type { CreatePayment, Ids, PaymentStateMachine } from "@kassa/core"
 import { Context, Effect, Layer } from "effect"
 import * as ProviderCalls from "../observability/ProviderCalls.ts"
 
+const testMode = { "kassa.mode": "test" } as const
+
 /** What the simulator is told about a new test payment. */
 export interface SimulatorRequest {
   readonly paymentId: Ids.PaymentId
@@ -38,10 +40,10 @@ export class Simulator extends Context.Service<
       Effect.gen(function* () {
         const inner = yield* Simulator
         return Simulator.of({
+          // The mode as a span attribute, not `Effect.annotateSpans`: that changes the fiber's context (and back) on
+          // every create, traced or not.
           open: (request) =>
-            ProviderCalls.observe("simulator", "open", inner.open(request), (answer) => answer).pipe(
-              Effect.annotateSpans({ "kassa.mode": "test" })
-            )
+            ProviderCalls.observe("simulator", "open", inner.open(request), (answer) => answer, testMode)
         })
       })
     ).pipe(Layer.provide(simulator))
