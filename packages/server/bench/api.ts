@@ -63,6 +63,11 @@
  * adopted: `within`'s fork started at once (`startImmediately`) ~1.03× / ~1.05×; the budget's and the API's headers
  * set in one copy ~1.03× / ~1.01×; the create lane's body handling as combinators ~1.00× per create. Adopted
  * last: no provider-call span under a tracer turned off, ~0.97× per create.
+ * Session 19 (2026-11-28, 6–8 paired rounds of 4 s each way, load 1.4–4): hot statements compiled once
+ * (FixedStatement) ~0.975× / ~0.97×; metric series without a key string ~0.965× / ~0.98×; the create's body collected
+ * during authentication ~0.966× per create; no context change per create for the simulator's span attribute and the
+ * lane's services ~0.955× per create. Not adopted: Schema's JIT compiler ~0.995× / ~1.01×; --single-threaded-gc
+ * 1.21× / 1.16×; the lane's deadline as a timer instead of `within`'s fork ~1.015× / ~1.005×.
  */
 
 import type { ChildProcess } from "node:child_process"
