@@ -9,6 +9,7 @@ import { type DateTime, Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import * as Columns from "../database/Columns.ts"
 import * as FixedStatement from "../database/FixedStatement.ts"
+import { insertColumns } from "./PaymentColumns.ts"
 import { decodeOpening } from "./PaymentRows.ts"
 
 /** A new payment's application and Idempotency-Key; created settled (refused), what settled it. */
@@ -22,31 +23,6 @@ export interface NewOwner {
 export class OrderReferenceTaken extends Schema.TaggedError<OrderReferenceTaken>()("OrderReferenceTaken", {}) {}
 
 const { toDate } = Columns
-
-/** The columns a create's INSERT sets. */
-const insertColumns = [
-  "id",
-  "application_id",
-  "mode",
-  "status",
-  "amount",
-  "refunded_amount",
-  "currency",
-  "method",
-  "order_reference",
-  "description",
-  "customer",
-  "payer",
-  "locale",
-  "return_url",
-  "metadata",
-  "expires_at",
-  "paid_at",
-  "created_at",
-  "updated_at",
-  "idempotency_key",
-  "settled_via"
-] as const
 
 /** The inserts on `sql`'s connection (the caller's transaction, if any); `pg` makes the JSON parameters. */
 export const paymentInserts = (sql: SqlClient.SqlClient, pg: PgClient.PgClient) => {

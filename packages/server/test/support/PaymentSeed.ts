@@ -9,32 +9,14 @@
  * parameters (`expr("$1")`). Callers append what follows (`RETURNING id`, `ON CONFLICT …`).
  */
 import { SqlClient } from "effect/sql"
+import { insertColumns } from "../../src/ledger/PaymentColumns.ts"
 import type { RunningServer } from "./TestServer.ts"
 
-/** The payments table's columns, in its order (migrations/0001_initial.ts); `seq` and `idempotency_key` excepted. */
-export const paymentColumns = [
-  "id",
-  "application_id",
-  "mode",
-  "status",
-  "amount",
-  "refunded_amount",
-  "currency",
-  "method",
-  "order_reference",
-  "description",
-  "customer",
-  "payer",
-  "locale",
-  "return_url",
-  "metadata",
-  "expires_at",
-  "paid_at",
-  "created_at",
-  "updated_at"
-] as const
-
-export type PaymentColumn = (typeof paymentColumns)[number]
+/** The columns a create writes (ledger/PaymentColumns), `idempotency_key` and `settled_via` excepted: left NULL here. */
+export type PaymentColumn = Exclude<(typeof insertColumns)[number], "idempotency_key" | "settled_via">
+export const paymentColumns = insertColumns.filter(
+  (column): column is PaymentColumn => column !== "idempotency_key" && column !== "settled_via"
+)
 
 /** An SQL expression, written into the statement as it is. */
 export class Expr {
