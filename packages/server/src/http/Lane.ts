@@ -18,7 +18,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { ApiError } from "@kassa/core"
-import { Cause, Duration, Effect, Exit, type Tracer } from "effect"
+import { Cause, Context, Duration, Effect, Exit, References, type Tracer } from "effect"
 import { type Headers, HttpServerResponse, HttpTraceContext } from "effect/http"
 import type { Rider } from "../applications/ApiKeyRepository.ts"
 import { bearerCredential, challengeHeader, MerchantAuth, rateLimited, type Verified } from "../auth/Authentication.ts"
@@ -89,7 +89,8 @@ export const runnerWith = <R = never>() =>
     const config = yield* ServerConfig
     const { requestDeadline } = config
     const context = yield* Effect.context<R>()
-    const run = Effect.runForkWith(context)
+    const untraced = Context.add(context, References.TracerEnabled, false)
+    const baseAnnotations = Context.get(context, References.CurrentLogAnnotations)
     const deadline = Duration.toMillis(requestDeadline)
 
     /**
@@ -143,16 +144,16 @@ export const runnerWith = <R = never>() =>
       route: string,
       work: LaneWork<R>,
       rider: Rider | undefined,
-      span: Tracer.Span | undefined
+      span: Tracer.Span | undefined,
+      requestId: string
     ) =>
       Effect.suspend(() => {
-        const requestId = ResponseMiddleware.newRequestId()
         const started = performance.now()
         if (span?.sampled) span.attribute("kassa.request_id", requestId)
         let budget: Record<string, string> | undefined
         const answered = authenticated(request, work, rider, (headers) => {
           budget = headers
-        }).pipe(Effect.catchCause(ResponseMiddleware.failureAnswer), Effect.annotateLogs({ request_id: requestId }))
+        }).pipe(Effect.catchCause(ResponseMiddleware.failureAnswer))
         return ResponseMiddleware.within(answered, deadline, (_fiber, exit) =>
           Effect.flatMap(exit ?? overDeadline(requestId, budget), (response) => {
             const method = request.method ?? ""
@@ -174,19 +175,28 @@ export const runnerWith = <R = never>() =>
       rider?: Rider
     ): void => {
       taken[route] = (taken[route] ?? 0) + 1
+      const requestId = ResponseMiddleware.newRequestId()
       // Node's header object is what effect's request wraps too; only the trace headers are read from it.
       const parent = HttpTraceContext.fromHeaders(request.headers as unknown as Headers.Headers)
       const underSpan = (options: Tracer.SpanOptionsNoTrace) =>
         Effect.useSpan(`${request.method} ${route}`, { kind: "server", ...options }, (span) =>
-          Effect.withParentSpan(answer(request, route, work, rider, span), span, noStackTrace)
+          Effect.withParentSpan(answer(request, route, work, rider, span, requestId), span, noStackTrace)
         )
+      // The request's log lines carry its id, and a request whose new trace the sampler would drop runs with effect's
+      // tracer off: both set in the context its fiber starts with, rather than by `Effect.annotateLogs` and
+      // `Effect.withTracerEnabled` (each a change of the fiber's context and back, on every request).
       const traced =
         parent._tag === "Some"
           ? underSpan({ parent: parent.value })
           : Tracing.keepsNewTrace(config)
             ? underSpan({ annotations: Tracing.keptRoot })
-            : Effect.withTracerEnabled(answer(request, route, work, rider, undefined), false)
-      const fiber = run(traced)
+            : undefined
+      const fiber = Effect.runForkWith(
+        Context.add(traced === undefined ? untraced : context, References.CurrentLogAnnotations, {
+          ...baseAnnotations,
+          request_id: requestId
+        })
+      )(traced ?? answer(request, route, work, rider, undefined, requestId))
       fiber.addObserver((exit) => {
         if (Exit.isSuccess(exit)) writeAnswer(response, exit.value)
         else if (!Cause.hasInterruptsOnly(exit.cause)) writeAnswer(response, ResponseMiddleware.serverError)
