@@ -67,8 +67,8 @@
  * (FixedStatement) ~0.975× / ~0.97×; metric series without a key string ~0.965× / ~0.98×; the create's body collected
  * during authentication ~0.966× per create; no context change per create for the simulator's span attribute and the
  * lane's services ~0.955× per create. Not adopted: Schema's JIT compiler ~0.995× / ~1.01×; --single-threaded-gc
- * 1.21× / 1.16×; the lane's deadline as a timer instead of `within`'s fork ~1.015× / ~1.005×; the request id in the
- * fiber's starting context instead of `annotateLogs` ~1.005× / ~0.995×.
+ * 1.21× / 1.16×; the lane's deadline as a timer instead of `within`'s fork ~1.015× / ~1.005×. Adopted last: the
+ * request id and the tracer's switch in the lane fiber's starting context, ~0.985× per GET (noise band).
  */
 
 import type { ChildProcess } from "node:child_process"
