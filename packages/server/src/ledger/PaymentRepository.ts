@@ -297,7 +297,7 @@ export class PaymentRepository extends Context.Service<
               Effect.orDie
             )
 
-      const { insert, insertOpening } = paymentInserts(sql, pg)
+      const { insert, insertOpening } = paymentInserts(sql)
 
       const insertRefund = (paymentId: Ids.PaymentId, refund: Payment.Refund, origin: ChangeOrigin) => sql`
         INSERT INTO refunds (id, payment_id, amount, status, reason, created_at, confirmed_at, idempotency_key,
