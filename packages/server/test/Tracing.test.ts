@@ -10,12 +10,15 @@ import { createServer, type Server } from "node:http"
 import { ConfigProvider, Effect, Exit, Layer, Logger, Option, Redacted, References, Tracer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
+import * as Lane from "../src/http/Lane.ts"
+import * as PaymentCreateLane from "../src/http/PaymentCreateLane.ts"
 import * as Tracing from "../src/observability/Tracing.ts"
 import { ProviderConnector, ProviderLinkId } from "../src/providers/ProviderConnector.ts"
 import * as StripeConnector from "../src/providers/StripeConnector.ts"
 import { startFakeStripe } from "./support/FakeStripe.ts"
+import { startFreezableProxy } from "./support/FreezableProxy.ts"
 import { createPayment, query, simulate } from "./support/PaymentFixtures.ts"
-import { databases, startServer } from "./support/TestServer.ts"
+import { databases, reachable, startServer } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
 type AnyValue = { readonly stringValue?: string; readonly intValue?: number | string }
@@ -23,6 +26,10 @@ interface Attribute {
   readonly key: string
   readonly value: AnyValue
 }
+const redisUrl = process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
+const redisAddress = new URL(redisUrl)
+const redisReachable = await reachable(redisUrl, 6379)
+
 interface Span {
   readonly traceId: string
   readonly spanId: string
@@ -238,6 +245,40 @@ describe.each(databases)("tracing on %s", (database) => {
     expect(collector.spans.some((span) => attribute(span.attributes, "kassa.request_id") === requestId)).toBe(true)
     expect(collector.logs.some((record) => attribute(record.attributes, "request_id") === requestId)).toBe(false)
   })
+
+  it.runIf(redisReachable)(
+    "a lane request's other log lines carry its Request-Id too, not only its access line (decisions §5)",
+    async () => {
+      // The rate-limit store goes silent after the start: the request that finds it out logs a warning from inside
+      // its authentication, a line that names no request id itself.
+      const proxy = await startFreezableProxy({ host: redisAddress.hostname, port: Number(redisAddress.port || 6379) })
+      const server = await startServer(
+        database,
+        {
+          otlpUrl: Option.some(collector.url),
+          redisUrl: Option.some(Redacted.make(`redis://127.0.0.1:${proxy.port}`))
+        },
+        { logLevel: "Info" }
+      )
+      const shop = await server.createApplication()
+      proxy.freeze()
+      const takenBefore = Lane.taken[PaymentCreateLane.route] ?? 0
+      const created = await createPayment(server, shop.testKey)
+      expect(created.status).toBe(201)
+      expect(Lane.taken[PaymentCreateLane.route]).toBe(takenBefore + 1)
+      // Thawed before the stop: the Redis client's close waits for the commands the silence held.
+      proxy.thaw()
+      await server.close()
+      await proxy.close()
+      const requestId = created.headers.get("request-id")
+      const warning = collector.logs.find(
+        (record) =>
+          JSON.stringify(record.body).includes("Rate limit store (Redis) unavailable") &&
+          attribute(record.attributes, "request_id") === requestId
+      )
+      expect(warning).toBeDefined()
+    }
+  )
 
   it("exports nothing when no OTLP endpoint is set", async () => {
     const before = collector.paths.length
