@@ -3,13 +3,19 @@
  * an answer still in flight finishes and carries `Connection: close`, so its client sends nothing more down a
  * connection that is about to close; idle connections are closed cleanly, not reset. Issue 23: a request that
  * crosses the stop on an idle keep-alive connection is answered (with `Connection: close`), not reset, and clients
- * looping on keep-alive connections through the stop see every request answered or refused at connect.
+ * looping on keep-alive connections through the stop see every request answered or refused at connect, and a stop
+ * during a Redis outage ends (the client's close is bounded).
  */
 import { Agent, request as httpRequest } from "node:http"
 import { connect, type Socket } from "node:net"
+import { Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
+import { startFreezableProxy } from "./support/FreezableProxy.ts"
 import { holdDatabase } from "./support/HeldDatabase.ts"
-import { databases, startServer } from "./support/TestServer.ts"
+import { databases, reachable, startServer } from "./support/TestServer.ts"
+
+const redisUrl = new URL(process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379")
+const redisReachable = await reachable(redisUrl.href, 6379)
 
 interface Connection {
   readonly socket: Socket
@@ -107,6 +113,28 @@ describe.each(databases)("keep-alive and shutdown on %s", (database) => {
     expect(await busy.closed).toEqual({ error: undefined })
     await stopping
   })
+
+  it.runIf(redisReachable)(
+    "a stop while Redis is down ends in bounded time",
+    async () => {
+      const proxy = await startFreezableProxy({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) })
+      const server = await startServer(database, {
+        redisUrl: Option.some(Redacted.make(`redis://127.0.0.1:${proxy.port}`))
+      })
+      const { testKey } = await server.createApplication()
+      proxy.cut()
+      // The request that finds the outage is counted here; the command it sent stays with the Redis client.
+      const answer = await fetch(`${server.baseUrl}/api/v1/payments`, {
+        headers: { authorization: `Bearer ${testKey}` }
+      })
+      expect(answer.status).toBe(200)
+      const started = Date.now()
+      await server.close()
+      expect(Date.now() - started).toBeLessThan(5_000)
+      await proxy.close()
+    },
+    20_000
+  )
 
   it("a request sent on an idle keep-alive connection as the stop begins is answered with Connection: close", async () => {
     const server = await startServer(database)

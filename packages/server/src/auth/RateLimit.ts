@@ -14,6 +14,9 @@
  * Every {@link probeInterval} one probe, in the background, asks Redis again; when it answers the circuit closes,
  * the end of the outage is logged, and counting is shared again.
  */
+
+// Types only: the client's module is loaded when a Redis URL is set (see layerRedis).
+import type { NodeRedis } from "@effect/platform-node/NodeRedis"
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted, References } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { ServerConfig } from "../config/ServerConfig.ts"
@@ -29,6 +32,10 @@ const storeTimeout = Duration.millis(500)
 
 /** How often, while the store is out, one background probe asks it again. */
 export const probeInterval = Duration.seconds(5)
+
+// How long the stop waits for commands in flight before the Redis client is destroyed: node-redis' close() waits for
+// their answers, which during an outage never come (a SIGTERM would never finish).
+const closeTimeout = Duration.seconds(2)
 
 // The key the probe counts under; its budget is never spent.
 const probeKey = "~probe"
@@ -104,6 +111,24 @@ const causeMessage = (error: unknown): string => {
 const describe = (url: Redacted.Redacted<string>, error: unknown) =>
   `cannot connect to Redis at KASSA_REDIS_URL (${address(url)}): ${causeMessage(error)}. ` +
   "Start Redis, or unset KASSA_REDIS_URL to count the rate limit in this process."
+
+/**
+ * A finalizer that runs before the client's own close (added after it, so run first): close, bounded by
+ * {@link closeTimeout}, then destroy — which rejects what is still in flight and lets the client's close end at once.
+ */
+const boundedClose = (service: typeof NodeRedis) =>
+  Layer.effectDiscard(
+    Effect.gen(function* () {
+      const { client } = yield* service
+      yield* Effect.addFinalizer(() =>
+        Effect.promise(() => client.close()).pipe(
+          Effect.timeout(closeTimeout),
+          Effect.ignoreCause,
+          Effect.ensuring(Effect.sync(() => client.destroy()))
+        )
+      )
+    })
+  )
 
 export class RateLimit extends Context.Service<
   RateLimit,
@@ -218,7 +243,8 @@ export class RateLimit extends Context.Service<
           RateLimit.layerStoreWith({ probeInterval: options.probeInterval ?? probeInterval }).pipe(
             Layer.provide(RateLimiter.layerStoreRedis({ prefix: options.prefix ?? defaultRedisPrefix })),
             Layer.provide(
-              NodeRedis.layer({ url: Redacted.value(options.url) }).pipe(
+              boundedClose(NodeRedis.NodeRedis).pipe(
+                Layer.provideMerge(NodeRedis.layer({ url: Redacted.value(options.url) })),
                 // The client warns on every failed reconnect (every 2 s of an outage); the breaker above logs the
                 // outage once and its end.
                 Layer.provide(Layer.succeed(References.MinimumLogLevel, "Error"))
