@@ -266,7 +266,7 @@ describe.each(databases)("tracing on %s", (database) => {
       const created = await createPayment(server, shop.testKey)
       expect(created.status).toBe(201)
       expect(Lane.taken[PaymentCreateLane.route]).toBe(takenBefore + 1)
-      // Thawed before the stop: the Redis client's close waits for the commands the silence held.
+      // Thawed before the stop, so it need not wait out the bound on the Redis client's close (2 s).
       proxy.thaw()
       await server.close()
       await proxy.close()
