@@ -69,6 +69,8 @@
  * lane's services ~0.955× per create. Not adopted: Schema's JIT compiler ~0.995× / ~1.01×; --single-threaded-gc
  * 1.21× / 1.16×; the lane's deadline as a timer instead of `within`'s fork ~1.015× / ~1.005×. Adopted last: the
  * request id and the tracer's switch in the lane fiber's starting context, ~0.985× per GET (noise band).
+ * Session 20 (2026-11-28, GET ablations, 4 paired rounds): the access line is ~17 % of a GET (its OTLP export ~10 %);
+ * not adopted: OTLP/protobuf 1.27×, batches of 200 records 1.01×, node:http for the exporters 1.04×.
  */
 
 import type { ChildProcess } from "node:child_process"
