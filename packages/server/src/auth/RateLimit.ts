@@ -15,6 +15,8 @@
  * the end of the outage is logged, and counting is shared again.
  */
 
+import * as net from "node:net"
+import * as tls from "node:tls"
 // Types only: the client's module is loaded when a Redis URL is set (see layerRedis).
 import type { NodeRedis } from "@effect/platform-node/NodeRedis"
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted, References } from "effect"
@@ -83,6 +85,43 @@ const consumeWith = (limiter: RateLimiter.RateLimiter, key: string, limit: numbe
       })
     })
   )
+
+// How long a start waits for Redis to answer a PING. node-redis' connect waits for its handshake without a bound, so a
+// Redis that accepts connections and never answers (a stalled host) would hold the start for ever.
+const startTimeout = Duration.seconds(5)
+
+/**
+ * Whether the Redis at `url` answers one PING (any reply: an error such as `NOAUTH` is an answer too) within
+ * `timeout`; fails with the socket's error or a timeout otherwise.
+ */
+const answersPing = (url: Redacted.Redacted<string>, timeout: Duration.Duration) =>
+  Effect.callback<void, Error>((resume) => {
+    const parsed = URL.parse(Redacted.value(url))
+    if (parsed === null) {
+      resume(Effect.fail(new Error("the URL does not parse")))
+      return
+    }
+    const host = parsed.hostname.replace(/^\[|\]$/g, "")
+    const options = { host, port: Number(parsed.port || 6379) }
+    const socket =
+      parsed.protocol === "rediss:"
+        ? tls.connect({ ...options, ...(net.isIP(host) === 0 ? { servername: host } : {}) })
+        : net.connect(options)
+    let settled = false
+    const settle = (outcome: Effect.Effect<void, Error>) => {
+      if (settled) return
+      settled = true
+      socket.destroy()
+      resume(outcome)
+    }
+    socket.setTimeout(Duration.toMillis(timeout), () =>
+      settle(Effect.fail(new Error(`no answer within ${Duration.format(timeout)}`)))
+    )
+    socket.once(parsed.protocol === "rediss:" ? "secureConnect" : "connect", () => socket.write("PING\r\n"))
+    socket.once("data", () => settle(Effect.void))
+    socket.once("error", (error) => settle(Effect.fail(error)))
+    return Effect.sync(() => socket.destroy())
+  })
 
 /** Redis did not answer at start. */
 export class RedisUnavailable extends Error {
@@ -228,17 +267,21 @@ export class RateLimit extends Context.Service<
   ).pipe(Layer.provide(RateLimiter.layerStoreMemory))
 
   /**
-   * Shared by every process using the same Redis and prefix. Refuses to start when Redis does not answer, with a
+   * Shared by every process using the same Redis and prefix. Refuses to start when Redis does not answer a PING within 5 s, with a
    * message naming `KASSA_REDIS_URL`, its address (never its password) and the cause.
    */
   static readonly layerRedis = (options: {
     readonly url: Redacted.Redacted<string>
     readonly prefix?: string | undefined
     readonly probeInterval?: Duration.Duration | undefined
+    readonly startTimeout?: Duration.Duration | undefined
   }): Layer.Layer<RateLimit> =>
-    // The Redis client (node-redis) is loaded only when a Redis URL is set: about 11 MB a process otherwise.
     Layer.unwrap(
-      Effect.promise(() => import("@effect/platform-node/NodeRedis")).pipe(
+      answersPing(options.url, options.startTimeout ?? startTimeout).pipe(
+        Effect.mapError((error) => new RedisUnavailable(describe(options.url, error))),
+        Effect.orDie,
+        // The Redis client (node-redis) is loaded only when a Redis URL is set: about 11 MB a process otherwise.
+        Effect.andThen(Effect.promise(() => import("@effect/platform-node/NodeRedis"))),
         Effect.map((NodeRedis) =>
           RateLimit.layerStoreWith({ probeInterval: options.probeInterval ?? probeInterval }).pipe(
             Layer.provide(RateLimiter.layerStoreRedis({ prefix: options.prefix ?? defaultRedisPrefix })),
