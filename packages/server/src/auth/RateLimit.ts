@@ -14,7 +14,6 @@
  * Every {@link probeInterval} one probe, in the background, asks Redis again; when it answers the circuit closes,
  * the end of the outage is logged, and counting is shared again.
  */
-
 import * as net from "node:net"
 import * as tls from "node:tls"
 // Types only: the client's module is loaded when a Redis URL is set (see layerRedis).
@@ -267,8 +266,9 @@ export class RateLimit extends Context.Service<
   ).pipe(Layer.provide(RateLimiter.layerStoreMemory))
 
   /**
-   * Shared by every process using the same Redis and prefix. Refuses to start when Redis does not answer a PING within 5 s, with a
-   * message naming `KASSA_REDIS_URL`, its address (never its password) and the cause.
+   * Shared by every process using the same Redis and prefix. Refuses to start when Redis does not answer a PING
+   * within 5 s, with a message naming `KASSA_REDIS_URL`, its address (never its password) and the cause. Its client's
+   * close at the stop is bounded (see {@link boundedClose}).
    */
   static readonly layerRedis = (options: {
     readonly url: Redacted.Redacted<string>
