@@ -3,10 +3,11 @@
  * `Retry-After`, and — the request having been counted before its work got stuck — the rate-limit budget's headers.
  * The fetch lane reads the payment within authentication's statement, so with `payments` held it is stuck before it
  * is counted: the same 500 without the budget.
+ * A lane's work that fails logs its 500 with the caller (application, key, mode), as the work's other lines.
  * PostgreSQL only: authentication must get through (a lock on `payments` holds only the work), which PGlite's single
  * connection cannot give.
  */
-import { Duration } from "effect"
+import { Duration, Logger, References } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as Lane from "../src/http/Lane.ts"
 import * as PaymentCreateLane from "../src/http/PaymentCreateLane.ts"
@@ -81,4 +82,42 @@ describe.runIf(databases.includes("postgres"))("a lane's request past its deadli
     expect(laneFetch.text).toBe(routerFetch.text)
     expect(withoutBudget(laneFetch)).toEqual(withoutBudget(routerFetch))
   })
+})
+
+describe.runIf(databases.includes("postgres"))("a lane's work that fails", () => {
+  it("logs its 500 with the caller's application, key and mode", async () => {
+    const lines: Array<{ readonly message: string; readonly annotations: Record<string, unknown> }> = []
+    const logger = Logger.make(({ message, fiber }) => {
+      lines.push({
+        message: String(Array.isArray(message) ? message[0] : message),
+        annotations: fiber.getRef(References.CurrentLogAnnotations)
+      })
+    })
+    // The insert waits on the held table until the statement timeout fails it, well before the deadline.
+    const server = await startServer(
+      "postgres",
+      { requestDeadline: Duration.seconds(10), databaseStatementTimeout: Duration.millis(300) },
+      { logger }
+    )
+    try {
+      const { application, testKey } = await server.createApplication()
+      const createsBefore = Lane.taken[PaymentCreateLane.route] ?? 0
+      const release = await holdDatabase(server, "postgres", "payments")
+      const answer = await server
+        .request("/api/v1/payments", { method: "POST", key: testKey, body: { amount: 1000, order_reference: "held" } })
+        .finally(release)
+      expect(Lane.taken[PaymentCreateLane.route]).toBe(createsBefore + 1)
+      expect(answer.status).toBe(500)
+      const failed = lines.find(
+        (line) => line.message === "Request failed" && line.annotations.request_id === answer.headers.get("request-id")
+      )
+      expect(failed?.annotations).toMatchObject({
+        application_id: application.id,
+        api_key_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        mode: "test"
+      })
+    } finally {
+      await server.close()
+    }
+  }, 30_000)
 })

@@ -20,7 +20,11 @@ export const holdDatabase = async (
       const sql = yield* SqlClient.SqlClient
       yield* sql.withTransaction(
         Effect.gen(function* () {
-          if (database === "postgres") yield* sql.unsafe(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`)
+          if (database === "postgres") {
+            // Held until released, whatever the server's own timeouts (a test may set them below its hold).
+            yield* sql.unsafe("SET LOCAL idle_in_transaction_session_timeout = 0")
+            yield* sql.unsafe(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`)
+          }
           yield* Deferred.succeed(held, undefined)
           yield* Deferred.await(release)
         })
