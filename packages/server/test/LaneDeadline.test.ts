@@ -3,7 +3,7 @@
  * `Retry-After`, and — the request having been counted before its work got stuck — the rate-limit budget's headers.
  * The fetch lane reads the payment within authentication's statement, so with `payments` held it is stuck before it
  * is counted: the same 500 without the budget.
- * A lane's work that fails logs its 500 with the caller (application, key, mode), as the work's other lines.
+ * A request whose work fails logs its 500 with the caller (application, key, mode), through a lane or the router.
  * PostgreSQL only: authentication must get through (a lock on `payments` holds only the work), which PGlite's single
  * connection cannot give.
  */
@@ -84,8 +84,8 @@ describe.runIf(databases.includes("postgres"))("a lane's request past its deadli
   })
 })
 
-describe.runIf(databases.includes("postgres"))("a lane's work that fails", () => {
-  it("logs its 500 with the caller's application, key and mode", async () => {
+describe.runIf(databases.includes("postgres"))("a request whose work fails", () => {
+  it("logs its 500 with the caller's application, key and mode, through the lane and the router alike", async () => {
     const lines: Array<{ readonly message: string; readonly annotations: Record<string, unknown> }> = []
     const logger = Logger.make(({ message, fiber }) => {
       lines.push({
@@ -102,20 +102,24 @@ describe.runIf(databases.includes("postgres"))("a lane's work that fails", () =>
     try {
       const { application, testKey } = await server.createApplication()
       const createsBefore = Lane.taken[PaymentCreateLane.route] ?? 0
+      const create = (path: string) =>
+        server.request(path, { method: "POST", key: testKey, body: { amount: 1000, order_reference: `held${path}` } })
       const release = await holdDatabase(server, "postgres", "payments")
-      const answer = await server
-        .request("/api/v1/payments", { method: "POST", key: testKey, body: { amount: 1000, order_reference: "held" } })
-        .finally(release)
+      // The lane takes the first, the router the second (a query string).
+      const answers = await Promise.all([create("/api/v1/payments"), create("/api/v1/payments?")]).finally(release)
       expect(Lane.taken[PaymentCreateLane.route]).toBe(createsBefore + 1)
-      expect(answer.status).toBe(500)
-      const failed = lines.find(
-        (line) => line.message === "Request failed" && line.annotations.request_id === answer.headers.get("request-id")
-      )
-      expect(failed?.annotations).toMatchObject({
-        application_id: application.id,
-        api_key_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
-        mode: "test"
-      })
+      for (const answer of answers) {
+        expect(answer.status).toBe(500)
+        const failed = lines.find(
+          (line) =>
+            line.message === "Request failed" && line.annotations.request_id === answer.headers.get("request-id")
+        )
+        expect(failed?.annotations).toMatchObject({
+          application_id: application.id,
+          api_key_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+          mode: "test"
+        })
+      }
     } finally {
       await server.close()
     }

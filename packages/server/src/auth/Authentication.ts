@@ -199,6 +199,23 @@ export class MerchantAuth extends Context.Service<
   ).pipe(Layer.provide([RateLimit.RateLimit.layer, ClientAddress.layer]))
 }
 
+/** The caller's log annotations: on every line of an authenticated request's work. */
+export const callerAnnotations = (caller: Verified["caller"]) => ({
+  application_id: caller.applicationId,
+  api_key_id: caller.keyId,
+  mode: caller.mode
+})
+
+/**
+ * Where the `Authentication` middleware leaves the caller's log annotations for the request's outer middleware
+ * (ResponseMiddleware), which renders a failed request's 500 outside the middleware's `annotateLogs`: that line then
+ * carries the caller too, as a lane's does. One cell per routed request, provided by ResponseMiddleware.
+ */
+export const CallerLogCell = Context.Reference<{ annotations: Record<string, unknown> | undefined } | undefined>(
+  "@kassa/server/auth/Authentication/CallerLogCell",
+  { defaultValue: () => undefined }
+)
+
 /** The core contract's `Authentication` middleware, served by {@link MerchantAuth}. */
 export const layer = Layer.effect(
   Authentication.Authentication,
@@ -208,15 +225,16 @@ export const layer = Layer.effect(
       bearer: (httpEffect, { credential }) =>
         auth.check(credential).pipe(
           Effect.flatMap(({ caller, application }) =>
-            httpEffect.pipe(
-              Effect.provideService(Authentication.CurrentApplication, caller),
-              Effect.provideService(AuthenticatedApplication, application),
-              Effect.annotateLogs({
-                application_id: caller.applicationId,
-                api_key_id: caller.keyId,
-                mode: caller.mode
-              })
-            )
+            Effect.withFiber((fiber) => {
+              const annotations = callerAnnotations(caller)
+              const cell = fiber.getRef(CallerLogCell)
+              if (cell !== undefined) cell.annotations = annotations
+              return httpEffect.pipe(
+                Effect.provideService(Authentication.CurrentApplication, caller),
+                Effect.provideService(AuthenticatedApplication, application),
+                Effect.annotateLogs(annotations)
+              )
+            })
           )
         )
     })

@@ -21,7 +21,14 @@ import type { ApiError } from "@kassa/core"
 import { Cause, Context, Duration, Effect, Exit, References, type Tracer } from "effect"
 import { type Headers, HttpServerResponse, HttpTraceContext } from "effect/http"
 import type { Rider } from "../applications/ApiKeyRepository.ts"
-import { bearerCredential, challengeHeader, MerchantAuth, rateLimited, type Verified } from "../auth/Authentication.ts"
+import {
+  bearerCredential,
+  callerAnnotations,
+  challengeHeader,
+  MerchantAuth,
+  rateLimited,
+  type Verified
+} from "../auth/Authentication.ts"
 import { ClientAddress } from "../auth/ClientAddress.ts"
 import * as RateLimit from "../auth/RateLimit.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
@@ -117,11 +124,7 @@ export const runnerWith = <R = never>() =>
                   Effect.catch((error) => Effect.succeed(RouteFallback.errorResponse(error))),
                   // A 500 of the work carries the budget too, as the router's answers do.
                   Effect.catchCause(ResponseMiddleware.failureAnswer),
-                  Effect.annotateLogs({
-                    application_id: caller.applicationId,
-                    api_key_id: caller.keyId,
-                    mode: caller.mode
-                  })
+                  Effect.annotateLogs(callerAnnotations(caller))
                 )
               : Effect.succeed(RouteFallback.errorResponse(rateLimited(decision)))
             const budget = RateLimit.headers(decision)

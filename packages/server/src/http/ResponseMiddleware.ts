@@ -13,7 +13,7 @@
 import { ApiError, OperatorApi, PaymentsApi } from "@kassa/core"
 import { Cause, Context, Duration, Effect, type Exit, type Fiber, type Option, Tracer, type Types } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { bearerCredential, MerchantAuth } from "../auth/Authentication.ts"
+import { bearerCredential, CallerLogCell, MerchantAuth } from "../auth/Authentication.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import * as RouteFallback from "./RouteFallback.ts"
@@ -202,14 +202,22 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
               return Effect.void
             })
           )
+          // An authenticated request's caller, left here by the Authentication middleware: a failure is rendered
+          // (and logged) outside that middleware's annotations, and its line carries the caller as a lane's does.
+          const caller: { annotations: Record<string, unknown> | undefined } = { annotations: undefined }
           const answered = routed.pipe(
             Effect.catch((error) =>
               HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"
                 ? unrouted(request)
                 : Effect.fail(error)
             ),
-            Effect.catchCause(failureAnswer),
-            Effect.annotateLogs({ request_id: id })
+            Effect.catchCause((cause) =>
+              caller.annotations === undefined
+                ? failureAnswer(cause)
+                : Effect.annotateLogs(failureAnswer(cause), caller.annotations)
+            ),
+            Effect.annotateLogs({ request_id: id }),
+            Effect.provideService(CallerLogCell, caller)
           )
           return within(answered, deadline, (fiber, exit) => {
             // A request past its deadline counts under the route it reached: its work is still in it.
