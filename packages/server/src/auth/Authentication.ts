@@ -206,12 +206,17 @@ export const callerAnnotations = (caller: Verified["caller"]) => ({
   mode: caller.mode
 })
 
+/** A request's caller, as log annotations, once it is authenticated. */
+export interface CallerLog {
+  annotations: Record<string, unknown> | undefined
+}
+
 /**
  * Where the `Authentication` middleware leaves the caller's log annotations for the request's outer middleware
  * (ResponseMiddleware), which renders a failed request's 500 outside the middleware's `annotateLogs`: that line then
  * carries the caller too, as a lane's does. One cell per routed request, provided by ResponseMiddleware.
  */
-export const CallerLogCell = Context.Reference<{ annotations: Record<string, unknown> | undefined } | undefined>(
+export const CallerLogCell = Context.Reference<CallerLog | undefined>(
   "@kassa/server/auth/Authentication/CallerLogCell",
   { defaultValue: () => undefined }
 )

@@ -13,7 +13,7 @@
 import { ApiError, OperatorApi, PaymentsApi } from "@kassa/core"
 import { Cause, Context, Duration, Effect, type Exit, type Fiber, type Option, Tracer, type Types } from "effect"
 import { FindMyWay, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { bearerCredential, CallerLogCell, MerchantAuth } from "../auth/Authentication.ts"
+import { bearerCredential, type CallerLog, CallerLogCell, MerchantAuth } from "../auth/Authentication.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Metrics from "../observability/Metrics.ts"
 import * as RouteFallback from "./RouteFallback.ts"
@@ -204,7 +204,7 @@ export const layer = (routes: ReadonlyArray<RouteFallback.KnownRoute>) =>
           )
           // An authenticated request's caller, left here by the Authentication middleware: a failure is rendered
           // (and logged) outside that middleware's annotations, and its line carries the caller as a lane's does.
-          const caller: { annotations: Record<string, unknown> | undefined } = { annotations: undefined }
+          const caller: CallerLog = { annotations: undefined }
           const answered = routed.pipe(
             Effect.catch((error) =>
               HttpServerError.isHttpServerError(error) && error.reason._tag === "RouteNotFound"

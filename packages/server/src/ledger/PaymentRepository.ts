@@ -11,6 +11,7 @@ import { PgClient } from "@effect/sql-pg"
 import { ApiError, type Ids, type Mode, type Payment, type SettlementSource } from "@kassa/core"
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
+import type { Rider } from "../applications/ApiKeyRepository.ts"
 import { ServerConfig } from "../config/ServerConfig.ts"
 import * as Columns from "../database/Columns.ts"
 import { type NewOwner, type OrderReferenceTaken, paymentInserts } from "./PaymentInserts.ts"
@@ -76,10 +77,7 @@ export class PaymentRepository extends Context.Service<
      * {@link find}'s read as a rider of the API key's statement (`ApiKeyRepository.Rider`): the payment with this id
      * within the authenticating key's application and mode, as one JSON value, its refunds inside; null for none.
      */
-    readonly rider: (id: Ids.PaymentId) => {
-      readonly expression: (id: unknown) => Statement.Fragment
-      readonly value: Ids.PaymentId
-    }
+    readonly rider: (id: Ids.PaymentId) => Rider
     /** The payment a {@link rider} read, decoded as {@link find}'s rows are. */
     readonly fromRider: (value: unknown) => Effect.Effect<Option.Option<StoredPayment>>
     /**
