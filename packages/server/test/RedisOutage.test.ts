@@ -59,30 +59,33 @@ describe("a start with Redis down", () => {
 })
 
 describe.runIf(redisReachable)("a start with Redis silent", () => {
-  it("stops within its bound with a message naming KASSA_REDIS_URL and the silence", async () => {
-    // Connections are accepted and never answered: node-redis' handshake alone would wait for ever.
-    const target = new URL(redisUrl)
-    const proxy = await startFreezableProxy({ host: target.hostname, port: Number(target.port || 6379) })
-    proxy.freeze()
-    const started = Date.now()
-    const exit = await Effect.runPromiseExit(
-      Effect.scoped(
-        Layer.build(
-          RateLimit.layerRedis({
-            url: Redacted.make(`redis://127.0.0.1:${proxy.port}`),
-            startTimeout: Duration.millis(300)
-          })
+  it.each(["redis", "rediss"])(
+    "stops within its bound with a message naming KASSA_REDIS_URL and the silence (%s://)",
+    async (scheme) => {
+      // Connections are accepted and never answered (nor a TLS handshake): node-redis' handshake alone would wait for ever.
+      const target = new URL(redisUrl)
+      const proxy = await startFreezableProxy({ host: target.hostname, port: Number(target.port || 6379) })
+      proxy.freeze()
+      const started = Date.now()
+      const exit = await Effect.runPromiseExit(
+        Effect.scoped(
+          Layer.build(
+            RateLimit.layerRedis({
+              url: Redacted.make(`${scheme}://127.0.0.1:${proxy.port}`),
+              startTimeout: Duration.millis(300)
+            })
+          )
         )
       )
-    )
-    expect(Date.now() - started).toBeLessThan(3_000)
-    expect(Exit.isFailure(exit)).toBe(true)
-    const text = Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""
-    expect(text).toContain("KASSA_REDIS_URL")
-    expect(text).toContain(`redis://127.0.0.1:${proxy.port}`)
-    expect(text).toContain("no answer within")
-    await proxy.close()
-  })
+      expect(Date.now() - started).toBeLessThan(3_000)
+      expect(Exit.isFailure(exit)).toBe(true)
+      const text = Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""
+      expect(text).toContain("KASSA_REDIS_URL")
+      expect(text).toContain(`${scheme}://127.0.0.1:${proxy.port}`)
+      expect(text).toContain("no answer within")
+      await proxy.close()
+    }
+  )
 })
 
 describe("the circuit breaker over a shared store", () => {

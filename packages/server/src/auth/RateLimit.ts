@@ -110,16 +110,22 @@ const answersPing = (url: Redacted.Redacted<string>, timeout: Duration.Duration)
     const settle = (outcome: Effect.Effect<void, Error>) => {
       if (settled) return
       settled = true
+      clearTimeout(timer)
       socket.destroy()
       resume(outcome)
     }
-    socket.setTimeout(Duration.toMillis(timeout), () =>
-      settle(Effect.fail(new Error(`no answer within ${Duration.format(timeout)}`)))
+    // A deadline for the whole exchange, not the socket's idle timeout, which a peer trickling bytes would renew.
+    const timer = setTimeout(
+      () => settle(Effect.fail(new Error(`no answer within ${Duration.format(timeout)}`))),
+      Duration.toMillis(timeout)
     )
     socket.once(parsed.protocol === "rediss:" ? "secureConnect" : "connect", () => socket.write("PING\r\n"))
     socket.once("data", () => settle(Effect.void))
     socket.once("error", (error) => settle(Effect.fail(error)))
-    return Effect.sync(() => socket.destroy())
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      socket.destroy()
+    })
   })
 
 /** Redis did not answer at start. */
