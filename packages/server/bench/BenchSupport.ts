@@ -11,7 +11,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { openSync, readFileSync } from "node:fs"
-import { createServer } from "node:http"
+import { Agent, createServer, request as httpRequest } from "node:http"
 import { join } from "node:path"
 import { NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
@@ -131,6 +131,65 @@ export const median = (values: ReadonlyArray<number>) => {
 /** Nearest-rank percentile of values sorted ascending (`fraction` 0..1, 1 the maximum), 0 for none. */
 export const percentile = (sorted: ReadonlyArray<number>, fraction: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? 0
+
+/**
+ * Open-loop load at a fixed rate (issue 23's "p99 at 500 req/s"): request i is due at the start plus i/rate and its
+ * latency counts from then, so a server that stalls is charged for every request it kept waiting (wrk2's
+ * correction for coordinated omission). autocannon's `overallRate` is not that: each connection sends back to back
+ * until it has made its share of the second and then waits for the next (autocannon 8 `lib/httpClient.js`,
+ * `reqsMadeThisSecond`), so "500 req/s" arrived as a burst of 500 at saturation speed at the start of each second
+ * and its p99 was a saturated server's queue. Up to `connections` kept-alive connections; latencies in ms.
+ */
+export const paced = (options: {
+  readonly url: string
+  readonly method: "GET" | "POST"
+  readonly headers: Record<string, string>
+  readonly body?: (() => string) | undefined
+  readonly rate: number
+  readonly seconds: number
+  readonly connections: number
+}) =>
+  new Promise<{ requests: number; seconds: number; p50: number; p99: number; errors: number }>((resolve) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: options.connections })
+    const total = Math.round(options.rate * options.seconds)
+    const latencies: Array<number> = []
+    const start = performance.now()
+    let sent = 0
+    let answered = 0
+    let errors = 0
+    const done = (due: number, ok: boolean) => {
+      latencies.push(performance.now() - due)
+      if (!ok) errors++
+      if (++answered < total) return
+      clearInterval(timer)
+      agent.destroy()
+      latencies.sort((a, b) => a - b)
+      const round = (ms: number) => Math.round(ms * 10) / 10
+      resolve({
+        requests: total,
+        seconds: (performance.now() - start) / 1000,
+        p50: round(percentile(latencies, 0.5)),
+        p99: round(percentile(latencies, 0.99)),
+        errors
+      })
+    }
+    const send = (due: number) => {
+      const body = options.body?.()
+      const headers =
+        body === undefined ? options.headers : { ...options.headers, "content-length": String(Buffer.byteLength(body)) }
+      const request = httpRequest(options.url, { method: options.method, headers, agent }, (response) => {
+        response.resume()
+        response.once("end", () => done(due, (response.statusCode ?? 0) < 300))
+      })
+      request.once("error", () => done(due, false))
+      request.end(body)
+    }
+    // Every millisecond, whatever is due by now (a late timer sends the backlog at once, charged from its due time).
+    const timer = setInterval(() => {
+      const now = performance.now()
+      while (sent < total && start + (sent * 1000) / options.rate <= now) send(start + (sent++ * 1000) / options.rate)
+    }, 1)
+  })
 
 /** The application and API-key repositories on `databaseUrl`, with the secrets the bench's servers run with. */
 export const repositories = (databaseUrl: string, adminToken: string) =>

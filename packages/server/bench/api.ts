@@ -71,6 +71,10 @@
  * request id and the tracer's switch in the lane fiber's starting context, ~0.985× per GET (noise band).
  * Session 20 (2026-11-28, GET ablations, 4 paired rounds): the access line is ~17 % of a GET (its OTLP export ~10 %);
  * not adopted: OTLP/protobuf 1.27×, batches of 200 records 1.01×, node:http for the exporters 1.04×.
+ * Session 21: the 500 req/s scenarios send on a fixed schedule (`BenchSupport.paced`, latency from each request's due
+ * time) instead of autocannon's `overallRate`, which sent each second's 500 as one burst at saturation speed: the
+ * earlier "p99 at 500 req/s" figures were a saturated queue's. Not adopted: OTLP log records kept as their JSON text
+ * until export, 0.968× / 1/0.987× and 1.019× / 1/0.983× per GET (6 and 10 paired rounds each way).
  */
 
 import type { ChildProcess } from "node:child_process"
@@ -82,6 +86,7 @@ import {
   cpuSeconds,
   createPayment,
   otlpSink,
+  paced,
   root,
   rssMb,
   scraper,
@@ -145,34 +150,45 @@ const load = async (
   const sampler = setInterval(() => {
     peak = Math.max(peak, rssMb(child))
   }, 200)
-  const result = await autocannon({
-    url: options.url,
-    method: options.method,
-    connections: options.rate === undefined ? 32 : 16,
-    duration: seconds,
-    ...(options.rate === undefined ? {} : { overallRate: options.rate }),
-    headers: { authorization: `Bearer ${options.key}`, "content-type": "application/json", accept: "application/json" },
-    requests: [
-      {
-        setupRequest: (request) =>
-          options.method === "POST"
-            ? {
-                ...request,
-                body: JSON.stringify({ amount: 1000, order_reference: `bench-${crypto.randomUUID()}` })
-              }
-            : request
-      }
-    ]
-  })
+  const headers = {
+    authorization: `Bearer ${options.key}`,
+    "content-type": "application/json",
+    accept: "application/json"
+  }
+  const body =
+    options.method === "POST"
+      ? () => JSON.stringify({ amount: 1000, order_reference: `bench-${crypto.randomUUID()}` })
+      : undefined
+  // Saturation: autocannon's closed loop; a fixed rate: requests spread evenly over each second (`paced`).
+  const result =
+    options.rate === undefined
+      ? await autocannon({
+          url: options.url,
+          method: options.method,
+          connections: 32,
+          duration: seconds,
+          headers,
+          requests: [{ setupRequest: (request) => (body === undefined ? request : { ...request, body: body() }) }]
+        }).then((run) => ({
+          rps: run.requests.average,
+          requests: run.requests.total,
+          p50: run.latency.p50,
+          p99: run.latency.p99,
+          errors: run.non2xx + run.errors + run.timeouts
+        }))
+      : await paced({ ...options, headers, body, rate: options.rate, seconds, connections: 16 }).then((run) => ({
+          ...run,
+          rps: run.requests / run.seconds
+        }))
   clearInterval(sampler)
   const cpu = cpuSeconds(child, Number.NaN) - cpuBefore
   return {
-    rps: result.requests.average,
-    cpu: (cpu / result.requests.total) * 1e6,
+    rps: result.rps,
+    cpu: (cpu / result.requests) * 1e6,
     cores: cpu / ((performance.now() - started) / 1000),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.non2xx + result.errors + result.timeouts,
+    p50: result.p50,
+    p99: result.p99,
+    errors: result.errors,
     rss: Math.max(peak, rssMb(child)),
     load: loadavg()[0] ?? Number.NaN
   }

@@ -1,6 +1,7 @@
 /**
  * `pnpm bench` (issue 12, issue 21 §9): the server's CPU per live create, with the fake Stripe and the fake Mollie
- * answering at once, against a test-mode create on the same server. Target: live ≤ 1.5 × test for both providers.
+ * answering at once, against a test-mode create on the same server. Targets (decisions §10 "Cost", issue 23): the whole
+ * live create ≤ 2 × a test create for both providers (PASS/MISS printed), Kassa's own live work ≤ 1.5 × (below).
  * Figures, not a test. (Mollie: a second application linked to the fake Mollie behind its own TLS terminator; its
  * creates alternate with the others'.)
  *
@@ -90,6 +91,15 @@
  * live create takes too): live/test 1.89 / 2.01 (saturation / 200 req/s; test 638 / 790, Stripe 1,203 / 1,590,
  * Mollie 1,986 / 2,070 µs), mollie/test 3.11 / 2.62. The lane took the same framework cost off test and live creates
  * alike, so Stripe's whole create is at its 2× bound and Mollie's stays past it: the SDK's own work, as above.
+ *
+ * Session 21 (2026-11-28, a slow day: a GET cost twice session 20's; load 1.8–3.9), as committed: live/test
+ * **2.99 / 2.18** (saturation / 200 req/s; test 474 / 600, Stripe 1,417 / 1,310, Mollie 1,953 / 1,828 µs),
+ * mollie/test **4.12 / 3.05**: both MISS the whole create's 2×. Since session 13 the test create lost most of its
+ * framework cost (sessions 14–19: 638 µs then on a faster day, 474 now) and the provider call kept its own, so the
+ * same SDK and TLS work is a larger multiple. A profile of live creates alone (`KASSA_BENCH_ONLY=live`): under the
+ * Stripe SDK's frames ~10 % of the busy samples (its `http.request`, the answer's JSON, form encoding, the user agent
+ * built per call), V8 charging socket and TLS writes ~25 % (wall time, see above). (The 200 req/s scenario here
+ * still uses autocannon's `overallRate`, a burst at the start of each second: CPU figures only, no latency target.)
  */
 import type { ChildProcess } from "node:child_process"
 import { execFileSync } from "node:child_process"
@@ -117,7 +127,11 @@ import {
 
 const seconds = Number(process.env.KASSA_BENCH_SECONDS ?? 10)
 const rounds = Number(process.env.KASSA_BENCH_ROUNDS ?? 3)
-const target = 1.5
+/**
+ * decisions §10 "Cost": the whole live create, provider call included, within 2× a test create. (Kassa's own live
+ * work within 1.5×, the provider's answer made in process, is measured by variants of the code: header above.)
+ */
+const target = 2
 const port = 4721
 const base = `http://127.0.0.1:${port}`
 // Production refuses an admin token shorter than 32 characters.
@@ -342,14 +356,18 @@ try {
   console.table(rows)
   console.log(
     `Medians of ${rounds} alternating round(s) of ${seconds} s; ${sessions} Checkout Sessions created at the fake Stripe over ${stripe.connections()} TLS connection(s), ${molliePayments} payments at the fake Mollie over ${mollie.connections()}. ` +
-      `Target: live/test CPU ≤ ${target}. Load average (1 min) during the runs: ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)}. ` +
+      `Target (decisions §10): the whole live create's CPU ≤ ${target}× a test create's. Load average (1 min) during the runs: ${Math.min(...loads).toFixed(2)}–${Math.max(...loads).toFixed(2)}. ` +
       `Kassa's Node flags: ${nodeFlags.join(" ")}.`
   )
-  const over = rows.filter((row) => !(row["live/test CPU"] <= target && row["mollie/test CPU"] <= target))
-  if (over.length > 0) {
-    console.log(
-      `Over the target: ${over.map((row) => row.scenario).join(", ")} (profile with KASSA_BENCH_NODE_FLAGS=--cpu-prof).`
-    )
+  for (const row of rows) {
+    for (const [provider, ratio] of [
+      ["Stripe", row["live/test CPU"]],
+      ["Mollie", row["mollie/test CPU"]]
+    ] as const) {
+      console.log(
+        `  ${ratio <= target ? "PASS" : "MISS"}  a ${provider} live create at ${row.scenario}, live/test CPU: ${ratio}× (≤ ${target}×)`
+      )
+    }
   }
 } finally {
   kassa?.kill("SIGTERM")
