@@ -177,11 +177,18 @@ export const paced = (options: {
       const body = options.body?.()
       const headers =
         body === undefined ? options.headers : { ...options.headers, "content-length": String(Buffer.byteLength(body)) }
+      let settled = false
+      const settle = (ok: boolean) => {
+        if (settled) return
+        settled = true
+        done(due, ok)
+      }
       const request = httpRequest(options.url, { method: options.method, headers, agent }, (response) => {
         response.resume()
-        response.once("end", () => done(due, (response.statusCode ?? 0) < 300))
+        response.once("end", () => settle((response.statusCode ?? 0) < 300))
+        response.once("error", () => settle(false))
       })
-      request.once("error", () => done(due, false))
+      request.once("error", () => settle(false))
       request.end(body)
     }
     // Every millisecond, whatever is due by now (a late timer sends the backlog at once, charged from its due time).
