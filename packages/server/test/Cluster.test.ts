@@ -26,11 +26,9 @@ import * as Cluster from "../src/Cluster.ts"
 import { ServerConfig } from "../src/config/ServerConfig.ts"
 import { scratchDatabase } from "./support/ScratchDatabase.ts"
 import { type SpawnedServer, spawnServer } from "./support/ServerProcess.ts"
-import { databases, freePort, reachable } from "./support/TestServer.ts"
+import { redisReachable, redisUrl } from "./support/TestRedis.ts"
+import { databases, freePort } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
-
-const redisUrl = process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
-const redisReachable = await reachable(redisUrl, 6379)
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 

@@ -4,12 +4,9 @@ import { RateLimiter } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { RateLimit } from "../src/auth/RateLimit.ts"
-import { databases, type RunningServer, reachable, startServer, type TestApplication } from "./support/TestServer.ts"
+import { redisReachable, redisUrl } from "./support/TestRedis.ts"
+import { databases, type RunningServer, startServer, type TestApplication } from "./support/TestServer.ts"
 
-const redisUrl = process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
-
-// Like PostgreSQL in the harness: the Redis tests run where Redis answers.
-const redisReachable = await reachable(redisUrl, 6379)
 const redisStores: ReadonlyArray<string> = redisReachable ? ["redis"] : []
 
 const consume = (key: string, limit: number) => RateLimit.use((rateLimit) => rateLimit.consume(key, limit))

@@ -6,11 +6,7 @@ import { Cause, Context, Duration, Effect, Exit, Layer, Logger, Redacted, Scope 
 import { RateLimiter } from "effect/persistence"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { RateLimit } from "../src/auth/RateLimit.ts"
-import { type FreezableProxy, startFreezableProxy } from "./support/FreezableProxy.ts"
-import { reachable } from "./support/TestServer.ts"
-
-const redisUrl = process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
-const redisReachable = await reachable(redisUrl, 6379)
+import { redisReachable, startRedisProxy } from "./support/TestRedis.ts"
 
 /** Log lines (level and first part of the message) written while the effects run with `layer`. */
 const captureLogs = () => {
@@ -63,15 +59,14 @@ describe.runIf(redisReachable)("a start with Redis silent", () => {
     "stops within its bound with a message naming KASSA_REDIS_URL and the silence (%s://)",
     async (scheme) => {
       // Connections are accepted and never answered (nor a TLS handshake): node-redis' handshake alone would wait for ever.
-      const target = new URL(redisUrl)
-      const proxy = await startFreezableProxy({ host: target.hostname, port: Number(target.port || 6379) })
+      const proxy = await startRedisProxy()
       proxy.freeze()
       const started = Date.now()
       const exit = await Effect.runPromiseExit(
         Effect.scoped(
           Layer.build(
             RateLimit.layerRedis({
-              url: Redacted.make(`${scheme}://127.0.0.1:${proxy.port}`),
+              url: Redacted.make(proxy.url(scheme)),
               startTimeout: Duration.millis(300)
             })
           )
@@ -81,7 +76,7 @@ describe.runIf(redisReachable)("a start with Redis silent", () => {
       expect(Exit.isFailure(exit)).toBe(true)
       const text = Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""
       expect(text).toContain("KASSA_REDIS_URL")
-      expect(text).toContain(`${scheme}://127.0.0.1:${proxy.port}`)
+      expect(text).toContain(proxy.url(scheme))
       expect(text).toContain("no answer within")
       await proxy.close()
     }
@@ -164,14 +159,13 @@ describe("the circuit breaker over a shared store", () => {
 })
 
 describe.runIf(redisReachable)("Redis cut while the server counts in it", () => {
-  let proxy: FreezableProxy
+  let proxy: Awaited<ReturnType<typeof startRedisProxy>>
   let limit: Awaited<ReturnType<typeof build>>
   beforeAll(async () => {
-    const target = new URL(redisUrl)
-    proxy = await startFreezableProxy({ host: target.hostname, port: Number(target.port || 6379) })
+    proxy = await startRedisProxy()
     limit = await build(
       RateLimit.layerRedis({
-        url: Redacted.make(`redis://127.0.0.1:${proxy.port}`),
+        url: Redacted.make(proxy.url()),
         prefix: `kassa:test:outage:${crypto.randomUUID()}:`,
         probeInterval: Duration.millis(200)
       })
@@ -205,11 +199,10 @@ describe.runIf(redisReachable)("the stop during a Redis outage", () => {
   // node-redis' close() waits for the commands in flight to be answered, and for a cut connection that means forever
   // (seen with redis 6.3: a SIGTERM during an outage never finished). The close is bounded, then the client destroyed.
   it.each(["cut", "silent"] as const)("ends within its bound when Redis is %s", async (outage) => {
-    const target = new URL(redisUrl)
-    const proxy = await startFreezableProxy({ host: target.hostname, port: Number(target.port || 6379) })
+    const proxy = await startRedisProxy()
     const limit = await build(
       RateLimit.layerRedis({
-        url: Redacted.make(`redis://127.0.0.1:${proxy.port}`),
+        url: Redacted.make(proxy.url()),
         prefix: `kassa:test:stop:${crypto.randomUUID()}:`
       })
     )

@@ -10,12 +10,9 @@ import { Agent, request as httpRequest } from "node:http"
 import { connect, type Socket } from "node:net"
 import { Option, Redacted } from "effect"
 import { describe, expect, it } from "vitest"
-import { startFreezableProxy } from "./support/FreezableProxy.ts"
 import { holdDatabase } from "./support/HeldDatabase.ts"
-import { databases, reachable, startServer } from "./support/TestServer.ts"
-
-const redisUrl = new URL(process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379")
-const redisReachable = await reachable(redisUrl.href, 6379)
+import { redisReachable, startRedisProxy } from "./support/TestRedis.ts"
+import { databases, startServer } from "./support/TestServer.ts"
 
 interface Connection {
   readonly socket: Socket
@@ -117,9 +114,9 @@ describe.each(databases)("keep-alive and shutdown on %s", (database) => {
   it.runIf(redisReachable)(
     "a stop while Redis is down ends in bounded time",
     async () => {
-      const proxy = await startFreezableProxy({ host: redisUrl.hostname, port: Number(redisUrl.port || 6379) })
+      const proxy = await startRedisProxy()
       const server = await startServer(database, {
-        redisUrl: Option.some(Redacted.make(`redis://127.0.0.1:${proxy.port}`))
+        redisUrl: Option.some(Redacted.make(proxy.url()))
       })
       const { testKey } = await server.createApplication()
       proxy.cut()

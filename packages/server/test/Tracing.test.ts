@@ -16,9 +16,9 @@ import * as Tracing from "../src/observability/Tracing.ts"
 import { ProviderConnector, ProviderLinkId } from "../src/providers/ProviderConnector.ts"
 import * as StripeConnector from "../src/providers/StripeConnector.ts"
 import { startFakeStripe } from "./support/FakeStripe.ts"
-import { startFreezableProxy } from "./support/FreezableProxy.ts"
 import { createPayment, query, simulate } from "./support/PaymentFixtures.ts"
-import { databases, reachable, startServer } from "./support/TestServer.ts"
+import { redisReachable, startRedisProxy } from "./support/TestRedis.ts"
+import { databases, startServer } from "./support/TestServer.ts"
 import { startReceiver, type WebhookReceiver } from "./support/WebhookReceiver.ts"
 
 type AnyValue = { readonly stringValue?: string; readonly intValue?: number | string }
@@ -26,10 +26,6 @@ interface Attribute {
   readonly key: string
   readonly value: AnyValue
 }
-const redisUrl = process.env.KASSA_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
-const redisAddress = new URL(redisUrl)
-const redisReachable = await reachable(redisUrl, 6379)
-
 interface Span {
   readonly traceId: string
   readonly spanId: string
@@ -251,12 +247,12 @@ describe.each(databases)("tracing on %s", (database) => {
     async () => {
       // The rate-limit store goes silent after the start: the request that finds it out logs a warning from inside
       // its authentication, a line that names no request id itself.
-      const proxy = await startFreezableProxy({ host: redisAddress.hostname, port: Number(redisAddress.port || 6379) })
+      const proxy = await startRedisProxy()
       const server = await startServer(
         database,
         {
           otlpUrl: Option.some(collector.url),
-          redisUrl: Option.some(Redacted.make(`redis://127.0.0.1:${proxy.port}`))
+          redisUrl: Option.some(Redacted.make(proxy.url()))
         },
         { logLevel: "Info" }
       )
