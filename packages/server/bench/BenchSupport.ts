@@ -189,6 +189,8 @@ export const paced = (options: {
         response.once("error", () => settle(false))
       })
       request.once("error", () => settle(false))
+      // As autocannon's default: an answer 10 s late counts as an error, and the round still ends.
+      request.setTimeout(10_000, () => request.destroy(new Error("no answer within 10 s")))
       request.end(body)
     }
     // Every millisecond, whatever is due by now (a late timer sends the backlog at once, charged from its due time).
